@@ -1,0 +1,84 @@
+# kcompatd. Budgets are for a 2-core machine; `make help` lists the targets.
+
+GO       ?= go
+BIN      ?= bin/kcompatd
+# ARGS are extra flags for `make run`, e.g. ARGS='-c num.partitions=3'.
+ARGS     ?=
+# FUZZTIME is how long `make fuzz` runs each fuzz target; `make test`
+# runs each for 10s.
+FUZZTIME ?= 1m
+# SOAK_FUZZTIME and SOAK_COUNT size `make soak`.
+SOAK_FUZZTIME ?= 10m
+SOAK_COUNT    ?= 3
+
+.DEFAULT_GOAL := build
+.PHONY: help build run test race vet fuzz integration compat soak bench lint clean
+
+help:
+	@echo 'make build        bin/kcompatd'
+	@echo 'make run          build and start a broker on localhost:9092, data in /tmp/kcompatd-logs (ARGS=... for more flags)'
+	@echo 'make test         go vet, every test with -race (incl. integration/ and the franz-go suite), every fuzz target for 10s'
+	@echo 'make race         same as make test'
+	@echo 'make integration  only ./integration/... with -race'
+	@echo 'make fuzz         every fuzz target for FUZZTIME (default 1m)'
+	@echo 'make compat       stock clients of other languages (integration/compat/run.sh)'
+	@echo 'make soak         fuzz for SOAK_FUZZTIME each, then integration/ SOAK_COUNT times'
+	@echo 'make bench        package benchmarks, then the end-to-end benchmark table'
+	@echo 'make lint         gofmt and go vet'
+
+build:
+	$(GO) build -o $(BIN) ./cmd/kcompatd
+
+run: build
+	./$(BIN) $(ARGS)
+
+# Under 30 minutes on 2 cores. The integration tests build the binary
+# themselves (with -race) and run franz-go's own suite against it.
+test: vet
+	$(GO) test -race -timeout 25m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+# pebble calls the race run `testrace`; ours is the default test.
+race: test
+
+vet:
+	$(GO) vet ./...
+
+# Every fuzz target of every package, found by name, so that a new target
+# is fuzzed without editing this file. `go test -fuzz` takes one target of
+# one package at a time.
+fuzz:
+	@set -e; \
+	for pkg in $$($(GO) list ./...); do \
+		list=$$($(GO) test -list '^Fuzz' $$pkg) || exit 1; \
+		for name in $$(echo "$$list" | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+integration:
+	$(GO) test -race -timeout 25m ./integration/...
+
+# Needs python3, node/npm and java/mvn; the script installs the pinned
+# clients into integration/compat and reports each client.
+compat:
+	bash integration/compat/run.sh
+
+# Longer fuzzing, then the end-to-end tests several times over to shake
+# out flakes and races; nothing more than that yet.
+soak:
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(SOAK_FUZZTIME)
+	$(GO) test -race -count=$(SOAK_COUNT) -timeout 120m ./integration/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem . ./recordbatch ./partition ./protocol
+	$(GO) run ./integration/bench
+
+# gofmt has no exit status for "needs formatting"; fail on any listed file.
+lint: vet
+	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -not -path '*/node_modules/*' | xargs gofmt -l); \
+	if [ -n "$$files" ]; then echo "gofmt needed:"; echo "$$files"; exit 1; fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,19 @@
+module github.com/kcompatd/kcompatd
+
+go 1.26.0
+
+require (
+	github.com/golang/snappy v1.0.0
+	github.com/klauspost/compress v1.20.4
+	github.com/mattn/go-isatty v0.0.20
+	github.com/pierrec/lz4/v4 v4.1.33
+	github.com/rs/zerolog v1.35.1
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+)
+
+require (
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	golang.org/x/sys v0.29.0 // indirect
+)

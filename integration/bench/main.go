@@ -1,0 +1,557 @@
+// Command bench measures kcompatd end to end with franz-go over loopback, as
+// `make bench` runs it, and prints a table:
+//
+//   - produce and consume throughput (MB/s, records/s) of 1 KiB records over
+//     8 partitions with acks=all (idempotent when the broker advertises
+//     InitProducerId), and the broker's CPU seconds per GB, from
+//     /proc/PID/stat utime+stime before and after;
+//   - end-to-end latency (p50, p99) at a fixed 5k records/s, with the
+//     default flush policy and with log.flush.interval.messages=1 (an fsync
+//     per append, where group commit matters);
+//   - start-up time from exec to a served Metadata with an empty data dir,
+//     and resident memory when idle.
+//
+// Each figure is the median over -runs runs, each on a fresh broker and data
+// dir. The numbers are for people and for the budget in
+// shared/design/architecture.md; nothing here asserts on them.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/integration/harness"
+)
+
+var (
+	flagSize       = flag.Int64("size", 1<<30, "bytes of record values to produce and consume per throughput run")
+	flagRecordSize = flag.Int("record-size", 1024, "record value size in bytes")
+	flagPartitions = flag.Int("partitions", 8, "partitions of the benchmark topic")
+	flagRuns       = flag.Int("runs", 3, "runs per measurement; the median is printed")
+	flagStarts     = flag.Int("starts", 11, "broker starts for the start-up time")
+	flagRate       = flag.Int("rate", 5000, "records per second for the latency measurement")
+	flagLatencyDur = flag.Duration("latency-duration", 10*time.Second, "how long each latency run produces")
+	flagBinary     = flag.String("binary", "", "kcompatd binary to measure (default: build ./cmd/kcompatd)")
+	flagVerbose    = flag.Bool("v", false, "print the broker's log")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	if *flagVerbose {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func run() error {
+	tmp, err := os.MkdirTemp("", "kcompatd-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := *flagBinary
+	if bin == "" {
+		progress("building kcompatd")
+		if bin, err = harness.Build(tmp, false); err != nil {
+			return err
+		}
+	}
+
+	var rows [][]string
+	add := func(cols ...string) { rows = append(rows, cols) }
+
+	// Start-up.
+	progress("measuring start-up (%d starts)", *flagStarts)
+	var startups []time.Duration
+	var rss []float64
+	for range *flagStarts {
+		d, r, err := measureStartup(bin, tmp)
+		if err != nil {
+			return err
+		}
+		startups = append(startups, d)
+		rss = append(rss, float64(r))
+	}
+	add("start-up to served Metadata (empty data dir)", fmt.Sprintf("%.1f ms", ms(median(startups))), "", "", fmt.Sprintf("median of %d", len(startups)))
+	add("resident memory when idle", fmt.Sprintf("%.1f MB", medianF(rss)/1e6), "", "", "after start-up, no topics")
+
+	// Throughput.
+	var prod, cons []throughput
+	idempotent := false
+	for i := range *flagRuns {
+		progress("throughput run %d/%d: %d MB", i+1, *flagRuns, *flagSize>>20)
+		p, c, idem, err := measureThroughput(bin, tmp)
+		if err != nil {
+			return err
+		}
+		idempotent = idem
+		prod = append(prod, p)
+		cons = append(cons, c)
+	}
+	acks := "acks=all, not idempotent (broker lacks InitProducerId)"
+	if idempotent {
+		acks = "acks=all, idempotent"
+	}
+	for _, x := range []struct {
+		name, cond string
+		runs       []throughput
+	}{{"produce", acks, prod}, {"consume", "from the start of the produced log", cons}} {
+		add(x.name+" throughput",
+			fmt.Sprintf("%.0f MB/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.mbps }))),
+			fmt.Sprintf("%.0f rec/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.rps }))),
+			fmt.Sprintf("%.2f CPU-s/GB", medianF(mapT(x.runs, func(t throughput) float64 { return t.cpuPerGB }))),
+			fmt.Sprintf("%d B records, %d partitions, %s; median of %d", *flagRecordSize, *flagPartitions, x.cond, len(x.runs)))
+	}
+
+	// Latency.
+	for _, lc := range []struct {
+		name    string
+		configs []string
+	}{
+		{"default flush policy", nil},
+		{"log.flush.interval.messages=1", []string{"log.flush.interval.messages=1"}},
+	} {
+		var p50s, p99s []time.Duration
+		for i := range *flagRuns {
+			progress("latency run %d/%d (%s)", i+1, *flagRuns, lc.name)
+			p50, p99, err := measureLatency(bin, tmp, lc.configs)
+			if err != nil {
+				return err
+			}
+			p50s = append(p50s, p50)
+			p99s = append(p99s, p99)
+		}
+		add("end-to-end latency, "+lc.name,
+			fmt.Sprintf("p50 %.2f ms", ms(median(p50s))),
+			fmt.Sprintf("p99 %.2f ms", ms(median(p99s))), "",
+			fmt.Sprintf("%d rec/s, linger 0, %s; median of %d", *flagRate, acks, len(p50s)))
+	}
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "measurement\tresult\t\t\tconditions")
+	for _, r := range rows {
+		for i, c := range r {
+			if i > 0 {
+				fmt.Fprint(w, "\t")
+			}
+			fmt.Fprint(w, c)
+		}
+		fmt.Fprintln(w)
+	}
+	return w.Flush()
+}
+
+type throughput struct {
+	mbps, rps, cpuPerGB float64
+}
+
+func mapT(ts []throughput, f func(throughput) float64) []float64 {
+	out := make([]float64, len(ts))
+	for i, t := range ts {
+		out[i] = f(t)
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianF(fs []float64) float64 {
+	s := slices.Clone(fs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func start(bin, tmp string, configs ...string) (*harness.Broker, string, error) {
+	dir, err := os.MkdirTemp(tmp, "data-")
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Logf: logf})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return b, dir, nil
+}
+
+func stop(b *harness.Broker, dir string) {
+	if err := b.Stop(30 * time.Second); err != nil {
+		progress("broker shutdown: %v", err)
+	}
+	os.RemoveAll(dir)
+}
+
+// measureStartup starts a broker on an empty data dir and returns the time
+// from exec to the first Metadata response, and the idle RSS. A client
+// dials the port from before the exec, so the log line plays no part.
+func measureStartup(bin, tmp string) (time.Duration, int64, error) {
+	dir, err := os.MkdirTemp(tmp, "start-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	port, err := harness.FreePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	type served struct {
+		at  time.Time
+		err error
+	}
+	done := make(chan struct{})
+	servedCh := make(chan served, 1)
+	go func() {
+		// Bounded: 10 s of attempts, or until the start failed.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			at, err := metadataServedAt(addr)
+			if err == nil || time.Now().After(deadline) {
+				servedCh <- served{at, err}
+				return
+			}
+			select {
+			case <-done:
+				servedCh <- served{err: err}
+				return
+			case <-time.After(100 * time.Microsecond):
+			}
+		}
+	}()
+	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Logf: logf, Port: port})
+	if err != nil {
+		close(done)
+		<-servedCh
+		return 0, 0, err
+	}
+	defer stop(b, dir)
+	s := <-servedCh
+	if s.err != nil {
+		return 0, 0, s.err
+	}
+	rss, err := b.RSS()
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.at.Sub(b.StartedAt()), rss, nil
+}
+
+// metadataServedAt sends a Metadata v1 request and returns when the answer
+// arrived.
+func metadataServedAt(addr string) (time.Time, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(1)
+	if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		return time.Time{}, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return time.Time{}, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 1<<20 {
+		return time.Time{}, errors.New("metadata response size out of range")
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c, body); err != nil {
+		return time.Time{}, err
+	}
+	at := time.Now()
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(1)
+	if err := resp.ReadFrom(body[4:]); err != nil {
+		return time.Time{}, fmt.Errorf("metadata response: %w", err)
+	}
+	return at, nil
+}
+
+func newClient(b *harness.Broker, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr)}, opts...)...)
+}
+
+// supportsIdempotence reports whether the broker advertises InitProducerId.
+func supportsIdempotence(b *harness.Broker) (bool, error) {
+	cl, err := newClient(b)
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 22 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func producerOpts(idempotent bool) []kgo.Opt {
+	opts := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
+	if !idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return opts
+}
+
+func createTopic(b *harness.Broker, name string) error {
+	cl, err := newClient(b)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(*flagPartitions), 1, nil, name)
+	if err != nil {
+		return err
+	}
+	return resp.Err
+}
+
+// measureThroughput produces -size bytes, then consumes them back, on a
+// fresh broker.
+func measureThroughput(bin, tmp string) (prod, cons throughput, idempotent bool, err error) {
+	b, dir, err := start(bin, tmp)
+	if err != nil {
+		return prod, cons, false, err
+	}
+	defer stop(b, dir)
+	if idempotent, err = supportsIdempotence(b); err != nil {
+		return prod, cons, false, err
+	}
+	const topic = "bench"
+	if err := createTopic(b, topic); err != nil {
+		return prod, cons, idempotent, err
+	}
+	n := int(*flagSize / int64(*flagRecordSize))
+	bytesTotal := float64(n) * float64(*flagRecordSize)
+
+	// A pool of random values: incompressible, and not one value reused
+	// everywhere.
+	values := make([][]byte, 64)
+	for i := range values {
+		values[i] = make([]byte, *flagRecordSize)
+		_, _ = rand.Read(values[i])
+	}
+
+	cl, err := newClient(b, append(producerOpts(idempotent), kgo.MaxBufferedBytes(256<<20))...)
+	if err != nil {
+		return prod, cons, idempotent, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	var failed atomic.Pointer[error]
+	cpu0, err := b.CPUTime()
+	if err != nil {
+		cl.Close()
+		return prod, cons, idempotent, err
+	}
+	t0 := time.Now()
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		cl.Close()
+		return prod, cons, idempotent, err
+	}
+	wall := time.Since(t0)
+	cpu1, err := b.CPUTime()
+	cl.Close()
+	if err != nil {
+		return prod, cons, idempotent, err
+	}
+	if e := failed.Load(); e != nil {
+		return prod, cons, idempotent, fmt.Errorf("produce: %w", *e)
+	}
+	prod = throughput{
+		mbps:     bytesTotal / 1e6 / wall.Seconds(),
+		rps:      float64(n) / wall.Seconds(),
+		cpuPerGB: (cpu1 - cpu0).Seconds() / (bytesTotal / 1e9),
+	}
+
+	// Consume everything back.
+	cc, err := newClient(b,
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(64<<20),
+	)
+	if err != nil {
+		return prod, cons, idempotent, err
+	}
+	defer cc.Close()
+	cpu0, err = b.CPUTime()
+	if err != nil {
+		return prod, cons, idempotent, err
+	}
+	t0 = time.Now()
+	got := 0
+	for got < n {
+		fs := cc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return prod, cons, idempotent, fmt.Errorf("consumed %d of %d records before the deadline", got, n)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return prod, cons, idempotent, fmt.Errorf("fetch: %v", errs[0].Err)
+		}
+		got += fs.NumRecords()
+	}
+	wall = time.Since(t0)
+	cpu1, err = b.CPUTime()
+	if err != nil {
+		return prod, cons, idempotent, err
+	}
+	cons = throughput{
+		mbps:     bytesTotal / 1e6 / wall.Seconds(),
+		rps:      float64(n) / wall.Seconds(),
+		cpuPerGB: (cpu1 - cpu0).Seconds() / (bytesTotal / 1e9),
+	}
+	return prod, cons, idempotent, nil
+}
+
+// measureLatency produces at a fixed rate for -latency-duration, each record
+// carrying its send time, and measures when a consumer sees it.
+func measureLatency(bin, tmp string, configs []string) (p50, p99 time.Duration, err error) {
+	b, dir, err := start(bin, tmp, configs...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop(b, dir)
+	idempotent, err := supportsIdempotence(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	const topic = "latency"
+	if err := createTopic(b, topic); err != nil {
+		return 0, 0, err
+	}
+	n := int(float64(*flagRate) * flagLatencyDur.Seconds())
+
+	cc, err := newClient(b,
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cc.Close()
+	// Let the consumer reach the (empty) partitions before timing starts.
+	warm, cancelWarm := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	cc.PollFetches(warm)
+	cancelWarm()
+
+	pc, err := newClient(b, append(producerOpts(idempotent), kgo.ProducerLinger(0))...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pc.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), *flagLatencyDur+2*time.Minute)
+	defer cancel()
+	// One record with a zero send time first, so that connections and
+	// metadata are in place before timing starts; the consumer skips it.
+	if err := pc.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: make([]byte, *flagRecordSize)}).FirstErr(); err != nil {
+		return 0, 0, fmt.Errorf("warm-up produce: %w", err)
+	}
+	lat := make([]time.Duration, 0, n)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var consumeErr error
+	go func() {
+		defer wg.Done()
+		for len(lat) < n {
+			f := cc.PollFetches(ctx)
+			now := time.Now()
+			if ctx.Err() != nil {
+				consumeErr = fmt.Errorf("latency consumer saw %d of %d records", len(lat), n)
+				return
+			}
+			if errs := f.Errors(); len(errs) > 0 {
+				consumeErr = errs[0].Err
+				return
+			}
+			f.EachRecord(func(r *kgo.Record) {
+				sent := int64(binary.BigEndian.Uint64(r.Value))
+				if sent != 0 {
+					lat = append(lat, now.Sub(time.Unix(0, sent)))
+				}
+			})
+		}
+	}()
+
+	var failed atomic.Pointer[error]
+	interval := time.Second / time.Duration(*flagRate)
+	t0 := time.Now()
+	for i := range n {
+		due := t0.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		v := make([]byte, *flagRecordSize)
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		pc.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := pc.Flush(ctx); err != nil {
+		return 0, 0, err
+	}
+	wg.Wait()
+	if e := failed.Load(); e != nil {
+		return 0, 0, fmt.Errorf("produce: %w", *e)
+	}
+	if consumeErr != nil {
+		return 0, 0, consumeErr
+	}
+	slices.Sort(lat)
+	return lat[len(lat)*50/100], lat[len(lat)*99/100], nil
+}

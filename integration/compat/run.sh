@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# make compat: stock Kafka clients of other languages against kcompatd.
+#
+# Installs the pinned clients into this directory (.venv, node_modules,
+# java/target), builds kcompatd, starts it on a free 127.0.0.1 port with a
+# temporary data dir, runs each client's round trip (create topic, produce,
+# read back, compare byte for byte) and prints "N passed, M failed".
+#
+# Environment (all optional):
+#   COMPAT_ONLY            clients to run, space separated
+#                          (kafka-python kafka-python-0.11 confluent-kafka kafkajs java;
+#                          kafka-python-0.11 pins the oldest request versions
+#                          Kafka 4 still serves: Produce v3, Fetch v5, Metadata v4;
+#                          and the *-next ones below)
+#   COMPAT_NEXT            1 adds the next slice: kafka-python-next
+#                          confluent-kafka-next kafkajs-next java-next (consumer
+#                          groups with commits, idempotent producers, and for
+#                          Java transactions with read_committed)
+#   COMPAT_BOOTSTRAP       host:port of a running broker to test instead of
+#                          building and starting kcompatd (e.g. Apache Kafka)
+#   COMPAT_CLIENT_TIMEOUT  seconds per client round trip (default 180)
+#   COMPAT_INSTALL_TIMEOUT seconds per install step (default 900)
+#   COMPAT_KEEP            1 keeps the temp dir (broker log, data dir)
+#   COMPAT_DEBUG           1 turns on each client's protocol debug log
+#   COMPAT_BROKER_ARGS     extra kcompatd flags; the default rolls small
+#                          segments with a dense offset index so that reads
+#                          cross segment boundaries and use the index
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka kafkajs java"
+# Consumer groups, idempotence and transactions: beyond the first slice.
+NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
+ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
+if [ "${COMPAT_NEXT:-0}" = 1 ]; then
+  CLIENTS=${COMPAT_ONLY:-$ALL_CLIENTS}
+else
+  CLIENTS=${COMPAT_ONLY:-$FIRST_SLICE}
+fi
+CLIENT_TIMEOUT=${COMPAT_CLIENT_TIMEOUT:-180}
+INSTALL_TIMEOUT=${COMPAT_INSTALL_TIMEOUT:-900}
+PYTHON=${PYTHON:-python3}
+read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
+
+for c in $CLIENTS; do
+  case " $ALL_CLIENTS " in
+    *" $c "*) ;;
+    *) echo "compat: unknown client '$c' (known: $ALL_CLIENTS)" >&2; exit 2 ;;
+  esac
+done
+for tool in timeout "$PYTHON" node npm java mvn; do
+  command -v "$tool" >/dev/null || echo "compat: warning: '$tool' not found; clients needing it will fail" >&2
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kcompatd-compat.XXXXXX")
+BROKER_PID=""
+BROKER_LOG=""
+
+stop_broker() {
+  [ -n "$BROKER_PID" ] || return 0
+  if kill -0 "$BROKER_PID" 2>/dev/null; then
+    kill -TERM "$BROKER_PID" 2>/dev/null || true
+    # Bounded wait for a clean shutdown, then force it.
+    for _ in $(seq 1 50); do
+      kill -0 "$BROKER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$BROKER_PID" 2>/dev/null || true
+  fi
+  wait "$BROKER_PID" 2>/dev/null || true
+  BROKER_PID=""
+}
+
+cleanup() {
+  stop_broker
+  if [ "${COMPAT_KEEP:-0}" = 1 ]; then
+    echo "compat: kept $TMP"
+  else
+    rm -rf "$TMP"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log() { echo "compat: $*"; }
+
+# sha256 of the given files, to skip installs whose inputs did not change.
+stamp_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+# --- installs (idempotent; each guarded by a stamp of its inputs) -----------
+# These run as `if` conditions, where bash ignores set -e: every step that
+# can fail says `|| return 1` itself.
+
+install_python() {
+  local venv="$HERE/.venv" stamp
+  stamp=$(stamp_of "$HERE/requirements.txt") || return 1
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.compat-stamp" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  if [ ! -x "$venv/bin/python" ]; then
+    rm -rf "$venv"
+    # Debian's python3 lacks ensurepip unless python3-venv is installed:
+    # fall back to a pip-less venv filled by the system pip (--python).
+    if ! timeout "$INSTALL_TIMEOUT" "$PYTHON" -m venv "$venv"; then
+      rm -rf "$venv"
+      timeout "$INSTALL_TIMEOUT" "$PYTHON" -m venv --without-pip "$venv" || return 1
+    fi
+  fi
+  if [ -x "$venv/bin/pip" ]; then
+    timeout "$INSTALL_TIMEOUT" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+      -r "$HERE/requirements.txt" || return 1
+  else
+    timeout "$INSTALL_TIMEOUT" "$PYTHON" -m pip --python "$venv/bin/python" install -q \
+      --disable-pip-version-check -r "$HERE/requirements.txt" || return 1
+  fi
+  echo "$stamp" >"$venv/.compat-stamp"
+}
+
+install_node() {
+  local stamp
+  stamp=$(stamp_of "$HERE/package.json" "$HERE/package-lock.json") || return 1
+  if [ "$(cat "$HERE/node_modules/.compat-stamp" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  (cd "$HERE" && timeout "$INSTALL_TIMEOUT" npm ci --no-audit --no-fund --loglevel=error) || return 1
+  echo "$stamp" >"$HERE/node_modules/.compat-stamp"
+}
+
+install_java() {
+  local stamp
+  stamp=$(cd "$HERE/java" && find pom.xml src -type f | sort | xargs cat | sha256sum | cut -d' ' -f1) || return 1
+  if [ -f "$HERE/java/target/compat-java.jar" ] &&
+    [ "$(cat "$HERE/java/target/.compat-stamp" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  # Maven's quiet mode still prints colour resets: keep its output for failures.
+  if ! timeout "$INSTALL_TIMEOUT" mvn -q -B -f "$HERE/java/pom.xml" clean package >"$TMP/mvn.log" 2>&1; then
+    sed 's/^/  mvn| /' "$TMP/mvn.log"
+    return 1
+  fi
+  echo "$stamp" >"$HERE/java/target/.compat-stamp"
+}
+
+# --- the broker ---------------------------------------------------------------
+
+free_port() {
+  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+BROKER_RUN=0
+start_broker() {
+  BROKER_RUN=$((BROKER_RUN + 1))
+  local port data="$TMP/data.$BROKER_RUN"
+  port=$(free_port) || return 1
+  mkdir -p "$data" || return 1
+  BROKER_LOG="$TMP/kcompatd.$BROKER_RUN.log"
+  "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port" -c "log.dirs=$data" "${BROKER_ARGS[@]}" \
+    >"$BROKER_LOG" 2>&1 &
+  BROKER_PID=$!
+  BOOTSTRAP="127.0.0.1:$port"
+  # Bounded wait (10 s) for the listener.
+  for _ in $(seq 1 100); do
+    if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+      log "kcompatd exited during start-up; its log:"
+      tail -n 50 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+      BROKER_PID=""
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      log "kcompatd (pid $BROKER_PID) listening on $BOOTSTRAP, data dir $data, flags: ${BROKER_ARGS[*]}"
+      return 0
+    fi
+    sleep 0.1
+  done
+  log "kcompatd did not listen on $BOOTSTRAP within 10 s; its log:"
+  tail -n 50 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+  stop_broker
+  return 1
+}
+
+broker_alive() {
+  [ -n "${COMPAT_BOOTSTRAP:-}" ] && return 0
+  [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null
+}
+
+# --- clients --------------------------------------------------------------------
+
+# run_client NAME TOPIC: the round trip of one client against $BOOTSTRAP.
+run_client() {
+  local name=$1 topic=$2
+  case $name in
+    kafka-python)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        kafka_python_roundtrip.py "$BOOTSTRAP" "$topic") ;;
+    kafka-python-0.11)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        kafka_python_roundtrip.py "$BOOTSTRAP" "$topic" 0.11) ;;
+    confluent-kafka)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        confluent_roundtrip.py "$BOOTSTRAP" "$topic") ;;
+    kafka-python-next)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        kafka_python_next.py "$BOOTSTRAP" "$topic") ;;
+    confluent-kafka-next)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        confluent_next.py "$BOOTSTRAP" "$topic") ;;
+    kafkajs)
+      KAFKAJS_NO_PARTITIONER_WARNING=1 timeout -k 5 "$CLIENT_TIMEOUT" \
+        node "$HERE/js/kafkajs_roundtrip.js" "$BOOTSTRAP" "$topic" ;;
+    kafkajs-next)
+      KAFKAJS_NO_PARTITIONER_WARNING=1 timeout -k 5 "$CLIENT_TIMEOUT" \
+        node "$HERE/js/kafkajs_next.js" "$BOOTSTRAP" "$topic" ;;
+    java | java-next)
+      local mode=()
+      if [ "$name" = java-next ]; then mode=(next); fi
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.Main "$BOOTSTRAP" "$topic" "${mode[@]}" ;;
+  esac
+}
+
+install_for() {
+  case $1 in
+    kafka-python* | confluent-kafka*) install_python ;;
+    kafkajs*) install_node ;;
+    java*) install_java ;;
+  esac
+}
+
+PASSED=0
+FAILED=0
+RESULTS=()
+pass() { PASSED=$((PASSED + 1)); RESULTS+=("PASS $1"); }
+fail() { FAILED=$((FAILED + 1)); RESULTS+=("FAIL $1: $2"); }
+
+# Installs first, so that a missing toolchain fails only its own client.
+declare -A INSTALLED=()
+for c in $CLIENTS; do
+  log "installing $c"
+  if (install_for "$c"); then
+    INSTALLED[$c]=1
+  else
+    log "install of $c failed"
+  fi
+done
+
+BROKER_OK=1
+if [ -z "${COMPAT_BOOTSTRAP:-}" ]; then
+  log "building kcompatd"
+  if ! (cd "$ROOT" && timeout "$INSTALL_TIMEOUT" go build -o "$TMP/kcompatd" ./cmd/kcompatd); then
+    log "go build ./cmd/kcompatd failed"
+    BROKER_OK=0
+  elif ! start_broker; then
+    BROKER_OK=0
+  fi
+else
+  BOOTSTRAP=$COMPAT_BOOTSTRAP
+  log "testing the broker at $BOOTSTRAP"
+fi
+
+RUN_ID="$(date +%s)-$$"
+for c in $CLIENTS; do
+  if [ -z "${INSTALLED[$c]:-}" ]; then
+    fail "$c" "install failed"
+    continue
+  fi
+  if [ "$BROKER_OK" != 1 ]; then
+    fail "$c" "no broker"
+    continue
+  fi
+  # A broker that crashed under the previous client gets a fresh successor so
+  # each client's result stands on its own.
+  if ! broker_alive; then
+    if ! start_broker; then
+      fail "$c" "kcompatd could not be restarted"
+      continue
+    fi
+  fi
+  log "running $c against $BOOTSTRAP"
+  rc=0
+  run_client "$c" "compat-$c-$RUN_ID" || rc=$?
+  if ! broker_alive; then
+    log "kcompatd died while serving $c; the end of its log:"
+    tail -n 50 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+    BROKER_PID=""
+    fail "$c" "kcompatd died (client exit $rc)"
+  elif [ "$rc" = 0 ]; then
+    pass "$c"
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    fail "$c" "timed out after ${CLIENT_TIMEOUT}s"
+  else
+    fail "$c" "exit $rc"
+  fi
+done
+
+if [ "$FAILED" != 0 ] && [ -n "$BROKER_LOG" ] && [ -f "$BROKER_LOG" ]; then
+  log "the end of the kcompatd log:"
+  tail -n 30 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+fi
+for r in "${RESULTS[@]}"; do
+  log "$r"
+done
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

@@ -1,0 +1,316 @@
+// Package kcompatd is an embeddable Kafka broker: a single node that
+// speaks the Kafka wire protocol to stock clients and keeps each partition
+// as a segmented log of v2 RecordBatches in Kafka's on-disk format.
+//
+// A Config goes in (Kafka's property names, Kafka's defaults), a running
+// broker comes out, and Close stops it:
+//
+//	cfg := kcompatd.DefaultConfig()
+//	cfg.LogDirs = t.TempDir()
+//	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
+//	b, err := kcompatd.New(cfg, logger)
+//	...
+//	client, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()))
+//	...
+//	b.Close()
+//
+// cmd/kcompatd is a thin main over this package.
+package kcompatd
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol"
+)
+
+// Broker is a running kcompatd broker.
+type Broker struct {
+	log    zerolog.Logger
+	lns    []net.Listener // lns[0] is Addr; more when a host name has several addresses
+	server *protocol.Server
+	store  *partition.Store
+	dir    string // the data dir
+
+	advertised string // host:port given to clients in Metadata
+
+	serveWG   sync.WaitGroup // one per Serve goroutine
+	serveOnce sync.Once
+	serveDone chan struct{} // closed when serving stops: Close, or a listener failed
+	serveErr  error         // the failure; read after serveDone
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New validates cfg, opens the data dir and the listener and starts
+// serving. It does nothing slow: with an empty data dir the broker answers
+// Metadata within milliseconds of New being called.
+func New(cfg Config, log zerolog.Logger) (*Broker, error) {
+	start := time.Now() // wall time on purpose: start-up is measured, not simulated
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	plan, cerr := cfg.resolveListeners()
+	if cerr != nil { // Validate already checked; kept for safety
+		return nil, cerr
+	}
+	for _, name := range plan.skipped {
+		log.Info().Str("listener", name).Msg("ignoring controller listener")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	var versions *kversion.Versions
+	if cfg.KafkaVersion != "" {
+		versions = kversion.FromString(cfg.KafkaVersion)
+	}
+
+	lns := []net.Listener{cfg.Listener}
+	if cfg.Listener == nil {
+		var err error
+		if lns, err = listen(plan.bind.host, plan.bind.port, log); err != nil {
+			return nil, fmt.Errorf("kcompatd: opening listener %s: %w", cfg.Listeners, err)
+		}
+	}
+	closeListeners := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	advHost, advPort, err := advertisedAddr(plan, lns[0].Addr())
+	if err != nil {
+		closeListeners()
+		return nil, err
+	}
+
+	store, err := partition.Open(partition.Config{
+		Dir:                        splitList(cfg.LogDirs)[0],
+		NodeID:                     cfg.NodeID,
+		Defaults:                   cfg.TopicDefaults(),
+		RecoveryCheckpointInterval: time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		Clock:                      clk,
+		Logger:                     log,
+	})
+	if err != nil {
+		closeListeners()
+		return nil, fmt.Errorf("kcompatd: opening log dir: %w", err)
+	}
+
+	var rack *string
+	if cfg.BrokerRack != "" {
+		rack = &cfg.BrokerRack
+	}
+	server := protocol.NewServer(protocol.Config{
+		NodeID:                   cfg.NodeID,
+		AdvertisedHost:           advHost,
+		AdvertisedPort:           int32(advPort),
+		Rack:                     rack,
+		MaxRequestBytes:          cfg.SocketRequestMaxBytes,
+		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
+		NumPartitions:            cfg.NumPartitions,
+		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
+		DeleteTopicEnable:        cfg.DeleteTopicEnable,
+		Versions:                 versions,
+		Clock:                    clk,
+		Logger:                   log,
+	}, store)
+
+	b := &Broker{
+		log:        log,
+		lns:        lns,
+		server:     server,
+		store:      store,
+		dir:        splitList(cfg.LogDirs)[0],
+		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
+		serveDone:  make(chan struct{}),
+	}
+	for _, ln := range lns {
+		b.serveWG.Add(1)
+		go func() {
+			defer b.serveWG.Done()
+			if err := server.Serve(ln); err != nil {
+				b.stopServing(err)
+			}
+		}()
+	}
+	go func() {
+		b.serveWG.Wait()
+		b.stopServing(nil)
+	}()
+	ev := log.Info()
+	if len(lns) > 1 {
+		also := make([]string, 0, len(lns)-1)
+		for _, ln := range lns[1:] {
+			also = append(also, ln.Addr().String())
+		}
+		ev = ev.Strs("also_listening", also)
+	}
+	ev.Str("addr", lns[0].Addr().String()).
+		Str("advertised", b.advertised).
+		Str("log_dir", splitList(cfg.LogDirs)[0]).
+		Int32("node_id", cfg.NodeID).
+		Str("cluster_id", store.ClusterID()).
+		Int64("recovery_bytes_read", store.RecoveryBytesRead()).
+		Dur("startup", time.Since(start)).
+		Msg("broker started")
+	return b, nil
+}
+
+// stopServing records why serving stopped (nil: Close) and closes Done,
+// once.
+func (b *Broker) stopServing(err error) {
+	b.serveOnce.Do(func() {
+		b.serveErr = err
+		close(b.serveDone)
+	})
+}
+
+// listen opens the client listener. An IP literal or an empty host (every
+// interface) is one socket. A host name is every address it resolves to
+// on one port, IPv4 first: "localhost" is 127.0.0.1 and ::1, and clients
+// that try ::1 first and do not fall back (kafkajs on Node 17+) must find
+// the broker there too. Only the first address must work; a later one
+// that cannot be bound (IPv6 disabled) is logged and skipped.
+func listen(host string, port int, log zerolog.Logger) ([]net.Listener, error) {
+	if host == "" || net.ParseIP(host) != nil {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return nil, err
+		}
+		return []net.Listener{ln}, nil
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
+	if err != nil {
+		return nil, err
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		if a.Zone == "" && !slices.ContainsFunc(ips, a.IP.Equal) {
+			ips = append(ips, a.IP)
+		}
+	}
+	slices.SortStableFunc(ips, func(a, b net.IP) int {
+		return cmp.Compare(boolInt(a.To4() == nil), boolInt(b.To4() == nil))
+	})
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("no usable address for %s", host)
+	}
+	var lns []net.Listener
+	for i, ip := range ips {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			log.Warn().Err(err).Str("host", host).Str("ip", ip.String()).Msg("skipping an address of the listener's host")
+			continue
+		}
+		if i == 0 {
+			port = ln.Addr().(*net.TCPAddr).Port // the others share port 0's pick
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// advertisedAddr picks what Metadata tells clients: advertised.listeners
+// when set (port 0 meaning the bound port, as in Kafka), else the bound
+// listener's configured host (its IP when the listener was handed in) and
+// actual port. An empty host means this machine's host name, as Kafka
+// uses its canonical host name.
+func advertisedAddr(plan listenerPlan, bound net.Addr) (string, int, error) {
+	boundHost, boundPortText, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "", 0, fmt.Errorf("kcompatd: listener address %s: %w", bound, err)
+	}
+	boundPort, err := strconv.Atoi(boundPortText)
+	if err != nil {
+		return "", 0, fmt.Errorf("kcompatd: listener address %s: %w", bound, err)
+	}
+	host, port := boundHost, boundPort
+	switch {
+	case plan.advertised != nil:
+		host = plan.advertised.host
+		if plan.advertised.port != 0 {
+			port = plan.advertised.port
+		}
+	case plan.bind != nil:
+		host = plan.bind.host
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if host, err = os.Hostname(); err != nil {
+			return "", 0, fmt.Errorf("kcompatd: no host to advertise: %w", err)
+		}
+	}
+	return host, port, nil
+}
+
+// Addr is the address the broker listens on (with the actual port when
+// the configured one was 0).
+func (b *Broker) Addr() net.Addr { return b.lns[0].Addr() }
+
+// AdvertisedAddr is the host:port Metadata gives clients.
+func (b *Broker) AdvertisedAddr() string { return b.advertised }
+
+// Done is closed when the broker stops serving, after Close or because
+// the listener failed; Err then tells which.
+func (b *Broker) Done() <-chan struct{} { return b.serveDone }
+
+// Err is the error that stopped serving, nil after a clean Close. It
+// blocks until Done is closed.
+func (b *Broker) Err() error {
+	<-b.serveDone
+	return b.serveErr
+}
+
+// Close stops accepting connections, closes every connection (cancelling
+// in-flight requests) and then closes the store, which writes its
+// checkpoints and releases the data dir's lock. It is safe to call more
+// than once; later calls return the first call's result.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		start := time.Now()
+		var errs []error
+		if err := b.server.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kcompatd: closing server: %w", err))
+		}
+		// The server closes the listeners it serves; closing them again
+		// covers a Serve that returned early and is harmless otherwise.
+		for _, ln := range b.lns {
+			ln.Close()
+		}
+		b.serveWG.Wait()
+		if err := b.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kcompatd: closing store: %w", err))
+		}
+		b.closeErr = errors.Join(errs...)
+		ev := b.log.Info()
+		if b.closeErr != nil {
+			ev = b.log.Error().Err(b.closeErr)
+		}
+		ev.Dur("shutdown", time.Since(start)).Msg("broker stopped")
+	})
+	return b.closeErr
+}

@@ -1,0 +1,79 @@
+package partition
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/vfs"
+)
+
+func benchStore(b *testing.B, overrides map[string]string) (*Store, *Log) {
+	b.Helper()
+	s, err := Open(Config{Dir: b.TempDir(), NodeID: 1, FS: vfs.OS{}, Clock: clock.Real{}, Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp, err := s.CreateTopic("bench", 1, overrides, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, tp.Partitions[0]
+}
+
+// BenchmarkAppend appends 1 MiB batches (1 KiB records) to the page
+// cache, Kafka's default flush policy. Append rewrites offsets in place,
+// so one batch is reused.
+func BenchmarkAppend(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		ov   map[string]string
+	}{
+		{"nofsync", nil},
+		{"flush.messages=1", map[string]string{"flush.messages": "1"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, l := benchStore(b, bc.ov)
+			defer s.Close()
+			batch := mkBatch(b, 1000, 1, 1024)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := l.Append(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRead reads 1 MiB per call sequentially through a log of 16 KiB
+// batches, as a consumer does.
+func BenchmarkRead(b *testing.B) {
+	s, l := benchStore(b, map[string]string{"segment.bytes": "67108864"})
+	defer s.Close()
+	batch := mkBatch(b, 16, 1, 1000)
+	const total = 128 << 20
+	for n := 0; n < total; n += len(batch) {
+		if _, err := l.Append(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	hw := l.Offsets().HighWatermark
+	b.SetBytes(1 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	off := int64(0)
+	for i := 0; i < b.N; i++ {
+		r, err := l.Read(off, 1<<20, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		off += int64(len(r.Records) / len(batch) * 16)
+		if off >= hw {
+			off = 0
+		}
+	}
+}

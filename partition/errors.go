@@ -1,0 +1,33 @@
+package partition
+
+import "errors"
+
+// Errors returned by the store and logs. protocol/ maps them to Kafka codes
+// with errors.Is in one place.
+var (
+	ErrTopicExists       = errors.New("partition: topic already exists")                // TOPIC_ALREADY_EXISTS
+	ErrUnknownTopic      = errors.New("partition: unknown topic or partition")          // UNKNOWN_TOPIC_OR_PARTITION
+	ErrInvalidTopic      = errors.New("partition: invalid topic name")                  // INVALID_TOPIC_EXCEPTION
+	ErrInvalidPartitions = errors.New("partition: invalid number of partitions")        // INVALID_PARTITIONS
+	ErrInvalidConfig     = errors.New("partition: invalid config")                      // INVALID_CONFIG (wrapped with the detail)
+	ErrOffsetOutOfRange  = errors.New("partition: offset out of range")                 // OFFSET_OUT_OF_RANGE
+	ErrRecordTooLarge    = errors.New("partition: batch larger than max.message.bytes") // MESSAGE_TOO_LARGE
+	ErrStorage           = errors.New("partition: storage error, log dir offline")      // KAFKA_STORAGE_ERROR
+	ErrClosed            = errors.New("partition: store closed")
+	// ErrCorruptBatch is returned by Append for bytes that are not one whole
+	// v2 batch (CORRUPT_MESSAGE); protocol/ validates before appending, so
+	// this is a last line of defence.
+	ErrCorruptBatch = errors.New("partition: not one whole v2 record batch")
+)
+
+// detailError wraps a sentinel with Kafka's wording of the problem, so that
+// errors.Is matches the sentinel and Error() is the message clients see.
+type detailError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *detailError) Error() string { return e.msg }
+func (e *detailError) Unwrap() error { return e.sentinel }
+
+func withDetail(sentinel error, msg string) error { return &detailError{sentinel, msg} }

@@ -1,0 +1,222 @@
+package partition
+
+import (
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestFlushPolicy: by default no fsync happens on append (the OS writes
+// back); with flush.messages=1 the batch is fsynced before Append returns.
+func TestFlushPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		perAppend int64
+	}{
+		{"default: no fsync", nil, 0},
+		{"flush.messages=1", map[string]string{"flush.messages": "1"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.open()
+			defer s.Close()
+			l := mustCreate(t, s, "t", 1, tc.overrides).Partitions[0]
+			mustAppend(t, l, mkBatch(t, 1, 1, 1)) // the first append writes leader-epoch-checkpoint
+			var logSyncs int64
+			var mu sync.Mutex
+			e.fs.setHooks(func(name string) error {
+				if filepath.Ext(name) == ".log" {
+					mu.Lock()
+					logSyncs++
+					mu.Unlock()
+				}
+				return nil
+			}, nil)
+			for i := 1; i <= 5; i++ {
+				mustAppend(t, l, mkBatch(t, 1, 1, 1))
+				mu.Lock()
+				got := logSyncs
+				mu.Unlock()
+				if got != int64(i)*tc.perAppend {
+					t.Fatalf("after append %d: %d fsyncs of the segment, want %d", i, got, int64(i)*tc.perAppend)
+				}
+				if tc.perAppend > 0 && l.RecoveryPoint() != int64(i+1) {
+					t.Fatalf("recovery point %d after append %d", l.RecoveryPoint(), i)
+				}
+			}
+		})
+	}
+}
+
+// TestFlushMessagesN: flush.messages=3 fsyncs once every third record.
+func TestFlushMessagesN(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "3"}).Partitions[0]
+	for i := 1; i <= 7; i++ {
+		mustAppend(t, l, mkBatch(t, 1, 1, 1))
+		want := int64(i / 3 * 3)
+		if rp := l.RecoveryPoint(); rp != want {
+			t.Fatalf("after %d records: recovery point %d, want %d", i, rp, want)
+		}
+	}
+}
+
+// TestGroupCommit: appenders that arrive while an fsync runs are all
+// covered by the next single fsync.
+func TestGroupCommit(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1"}).Partitions[0]
+	mustAppend(t, l, mkBatch(t, 1, 1, 1))
+
+	var mu sync.Mutex
+	syncs := 0
+	release := make(chan struct{})
+	first := make(chan struct{})
+	e.fs.setHooks(func(name string) error {
+		if filepath.Ext(name) != ".log" {
+			return nil
+		}
+		mu.Lock()
+		syncs++
+		n := syncs
+		mu.Unlock()
+		if n == 1 {
+			close(first)
+			<-release
+		}
+		return nil
+	}, nil)
+
+	const waiters = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, waiters+1)
+	offsets := make(chan int64, waiters+1)
+	appendOne := func() {
+		defer wg.Done()
+		r, err := l.Append(mkBatch(t, 1, 1, 1))
+		errs <- err
+		offsets <- r.BaseOffset
+	}
+	wg.Add(1)
+	go appendOne()
+	<-first // the first fsync is running and blocked
+	wg.Add(waiters)
+	for i := 0; i < waiters; i++ {
+		go appendOne()
+	}
+	// Wait until every waiter has written its batch (the log end offset
+	// says so) and is queued behind the running fsync.
+	deadline := time.After(10 * time.Second)
+	for l.Offsets().LogEndOffset != 2+waiters {
+		select {
+		case <-deadline:
+			t.Fatalf("appenders did not write: %+v", l.Offsets())
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	close(offsets)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int64]bool{}
+	for o := range offsets {
+		seen[o] = true
+	}
+	if len(seen) != waiters+1 {
+		t.Fatalf("offsets %v", seen)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if syncs != 2 {
+		t.Fatalf("%d fsyncs for %d appends, want 2", syncs, waiters+1)
+	}
+	if o := l.Offsets(); o.HighWatermark != 2+waiters || l.RecoveryPoint() != 2+waiters {
+		t.Fatalf("offsets %+v, recovery point %d", o, l.RecoveryPoint())
+	}
+}
+
+// TestConcurrentAppendRead runs appenders and readers together under
+// -race; every batch comes back exactly once, in order.
+func TestConcurrentAppendRead(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1", "segment.bytes": "2000", "index.interval.bytes": "200"}).Partitions[0]
+	const appenders, each = 4, 25
+	var wg sync.WaitGroup
+	for a := 0; a < appenders; a++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := l.Append(mkBatch(t, 2, int64(i), 40)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		off := int64(0)
+		for off < appenders*each*2 {
+			w := l.Wait()
+			r, err := l.Read(off, 1000, true)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(r.Records) == 0 {
+				<-w
+				continue
+			}
+			for _, h := range batchesIn(t, r.Records) {
+				if h.BaseOffset() != off {
+					t.Errorf("batch at %d, want %d", h.BaseOffset(), off)
+					return
+				}
+				off = h.LastOffset() + 1
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+}
+
+// TestFlushMs: a log whose flush.ms has passed is fsynced by the
+// background flusher (driven here directly, with the manual clock).
+func TestFlushMs(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.ms": "1000"}).Partitions[0]
+	other := mustCreate(t, s, "u", 1, nil).Partitions[0]
+	mustAppend(t, l, mkBatch(t, 3, 1, 1))
+	mustAppend(t, other, mkBatch(t, 3, 1, 1))
+	s.flushDue()
+	if l.RecoveryPoint() != 0 {
+		t.Fatal("flushed before flush.ms")
+	}
+	e.clock.Advance(time.Second)
+	s.flushDue()
+	if l.RecoveryPoint() != 3 {
+		t.Fatalf("recovery point %d after flush.ms", l.RecoveryPoint())
+	}
+	if other.RecoveryPoint() != 0 {
+		t.Fatal("flushed a log without flush.ms")
+	}
+}

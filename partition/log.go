@@ -1,0 +1,480 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// Lock order inside a Log: mu, then fmu. Never hold mu while fsyncing. No
+// lock spans partitions; Store.mu may be held while taking a Log's mu, never
+// the other way round.
+
+// leaderEpoch is the partition leader epoch of a single broker that never
+// changes leadership.
+const leaderEpoch int32 = 0
+
+// Log is one partition's log: an ordered list of segments, the last one
+// active. Appends serialize on mu; Read and Offsets work from an immutable
+// snapshot of the segment list and atomics, so fetches do not contend with
+// appends.
+type Log struct {
+	store     *Store
+	topic     string
+	partition int32
+	dir       string
+	logger    zerolog.Logger
+	cfg       atomic.Pointer[LogConfig]
+
+	mu           sync.Mutex // appends, rolls, close
+	active       *segment   // last segment; guarded by mu
+	epochWritten bool       // leader-epoch-checkpoint has an entry; guarded by mu
+	dirDirty     bool       // a segment was created since the last dir fsync; guarded by mu
+	failed       error      // a write failed: the log is offline; guarded by mu
+	closed       bool       // guarded by mu
+
+	segs     atomic.Pointer[[]*segment] // immutable snapshot, sorted by base offset
+	hw       atomic.Pointer[hwMark]     // high watermark and where it is in the files
+	leo      atomic.Int64               // log end offset (next offset to assign)
+	logStart atomic.Int64               // log start offset
+	flushed  atomic.Int64               // recovery point: offsets below it are fsynced
+	gone     atomic.Bool                // closed or deleted: reads fail
+	deleted  atomic.Bool                // the topic was deleted
+	waitCh   atomic.Pointer[chan struct{}]
+
+	// Group commit: one fsync at a time; appenders that arrive while it
+	// runs wait for the next one, which covers all of them.
+	fmu     sync.Mutex
+	fcond   *sync.Cond
+	syncing bool  // guarded by fmu
+	syncErr error // sticky: after a failed fsync the log is offline; guarded by fmu
+
+	lastFlushMs atomic.Int64   // clock time of the last fsync, for flush.ms
+	rollWG      sync.WaitGroup // background work on segments (flushes, delayed removals); Add under mu
+	closing     chan struct{}  // closed when the log closes: delayed removals run at once
+	retired     []*segment     // renamed .deleted, awaiting removal; guarded by mu
+}
+
+// hwMark is the high watermark with its place in the files: the batch that
+// ends at the high watermark ends at byte pos of the segment with base
+// offset segBase. Readers use it to stop at the high watermark without
+// reading batch headers.
+type hwMark struct {
+	offset  int64
+	segBase int64
+	pos     int64
+}
+
+func (l *Log) Topic() string    { return l.topic }
+func (l *Log) Partition() int32 { return l.partition }
+
+// LeaderEpoch is the partition's leader epoch (0 on a single broker).
+func (l *Log) LeaderEpoch() int32 { return leaderEpoch }
+
+// Config is the log's current effective configuration.
+func (l *Log) Config() LogConfig { return *l.cfg.Load() }
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Offsets returns the partition's offsets. With no transactions, the last
+// stable offset is the high watermark.
+func (l *Log) Offsets() Offsets {
+	hw := l.hw.Load().offset
+	return Offsets{
+		LogStartOffset:   l.logStart.Load(),
+		HighWatermark:    hw,
+		LastStableOffset: hw,
+		LogEndOffset:     l.leo.Load(),
+	}
+}
+
+// RecoveryPoint is the offset below which every record is fsynced.
+func (l *Log) RecoveryPoint() int64 { return l.flushed.Load() }
+
+// Wait returns a channel closed by the next append that moves the high
+// watermark (or by the log's close or deletion), for long-polling fetches.
+// Callers check Offsets after taking the channel, so no append is missed.
+func (l *Log) Wait() <-chan struct{} { return *l.waitCh.Load() }
+
+// notify wakes every waiter.
+func (l *Log) notify() {
+	ch := make(chan struct{})
+	old := l.waitCh.Swap(&ch)
+	close(*old)
+}
+
+// closeWaiters wakes every waiter for good: later Wait calls return a
+// closed channel.
+func (l *Log) closeWaiters() {
+	ch := make(chan struct{})
+	close(ch)
+	old := l.waitCh.Swap(&ch)
+	select {
+	case <-*old:
+	default:
+		close(*old)
+	}
+}
+
+// advanceHW moves the high watermark forward to m (never back).
+func (l *Log) advanceHW(m *hwMark) bool {
+	for {
+		cur := l.hw.Load()
+		if cur.offset >= m.offset {
+			return false
+		}
+		if l.hw.CompareAndSwap(cur, m) {
+			return true
+		}
+	}
+}
+
+func (l *Log) goneErr() error {
+	if l.deleted.Load() {
+		return ErrUnknownTopic
+	}
+	return ErrClosed
+}
+
+// Append appends one validated v2 batch, rewriting its base offset, leader
+// epoch and (for LogAppendTime topics) timestamps in place, and returns
+// once the batch is durable per the flush policy. The batch bytes are
+// written as given, in one write.
+func (l *Log) Append(batch []byte) (AppendResult, error) {
+	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
+	h, err := recordbatch.ParseHeader(batch)
+	if err != nil || h.Size() != len(batch) || h.LastOffsetDelta() < 0 {
+		return res, ErrCorruptBatch
+	}
+	cfg := l.cfg.Load()
+	if len(batch) > int(cfg.MaxMessageBytes) {
+		return res, withDetail(ErrRecordTooLarge, fmt.Sprintf("The request included a message larger than the max message size the server will accept: %d > %d", len(batch), cfg.MaxMessageBytes))
+	}
+
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return res, l.goneErr()
+	}
+	if l.failed == nil {
+		// A failed fsync takes the log offline too: write nothing more.
+		l.fmu.Lock()
+		l.failed = l.syncErr
+		l.fmu.Unlock()
+	}
+	if l.failed != nil {
+		l.mu.Unlock()
+		return res, fmt.Errorf("%w: %v", ErrStorage, l.failed)
+	}
+	base := l.leo.Load()
+	h.SetBaseOffset(base)
+	h.SetLeaderEpoch(leaderEpoch)
+	if cfg.LogAppendTime() {
+		res.LogAppendTime = l.store.clock.Now().UnixMilli()
+		h.SetLogAppendTime(res.LogAppendTime)
+	}
+	size := int64(len(batch))
+
+	if l.shouldRollLocked(h, size, cfg) {
+		if err := l.rollLocked(base, cfg); err != nil {
+			l.mu.Unlock()
+			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot roll segment")
+			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	if !l.epochWritten {
+		// Kafka records the epoch's start offset when the epoch's first
+		// batch is appended.
+		if err := l.writeLeaderEpochLocked(base); err != nil {
+			l.mu.Unlock()
+			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	seg := l.active
+	pos := seg.size.Load()
+	if _, err := seg.log.WriteAt(batch, pos); err != nil {
+		// Cut whatever part of the batch landed, so the log stays a
+		// sequence of whole batches; if even that fails, go offline.
+		if terr := seg.log.Truncate(pos); terr != nil {
+			l.failed = terr
+		}
+		l.mu.Unlock()
+		l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to segment")
+		return res, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if err := seg.noteBatchLocked(h, pos, size, cfg.IndexIntervalBytes); err != nil {
+		l.failed = err
+		l.mu.Unlock()
+		l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to index")
+		return res, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	seg.size.Store(pos + size)
+	end := h.LastOffset() + 1
+	l.leo.Store(end)
+	mark := &hwMark{offset: end, segBase: seg.base, pos: pos + size}
+	needSync := cfg.FlushMessages != math.MaxInt64 && end-l.flushed.Load() >= cfg.FlushMessages
+	if !needSync {
+		l.advanceHW(mark)
+	}
+	l.mu.Unlock()
+
+	if needSync {
+		if err := l.syncTo(end); err != nil {
+			if l.gone.Load() {
+				return res, l.goneErr()
+			}
+			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		l.advanceHW(mark)
+	}
+	l.notify()
+	res.BaseOffset = base
+	res.LogStartOffset = l.logStart.Load()
+	return res, nil
+}
+
+// shouldRollLocked applies Kafka's roll rules: the batch would take the
+// segment past segment.bytes, segment.ms has passed since the first
+// batch's timestamp, an index is full, or the batch's offsets do not fit
+// a relative offset. An empty segment is never rolled. REQUIRES: mu held.
+func (l *Log) shouldRollLocked(h recordbatch.Header, size int64, cfg *LogConfig) bool {
+	seg := l.active
+	cur := seg.size.Load()
+	if cur == 0 {
+		return false
+	}
+	if cur > int64(cfg.SegmentBytes)-size {
+		return true
+	}
+	if seg.offIdx.full() || seg.timeIdx.full() {
+		return true
+	}
+	if h.LastOffset()-seg.base > math.MaxInt32 {
+		return true
+	}
+	seg.loadRollTsLocked()
+	var waited int64
+	if seg.rollTs >= 0 {
+		waited = h.MaxTimestamp() - seg.rollTs
+	} else {
+		waited = l.store.clock.Now().UnixMilli() - seg.createdMs
+	}
+	return waited > cfg.SegmentMs
+}
+
+// rollLocked starts a new active segment at base. The old one gets its
+// final time index entry and is fsynced in the background, which moves the
+// recovery point past it, as Kafka does. REQUIRES: mu held.
+func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
+	old := l.active
+	seg, err := openSegment(l.store.fs, l.dir, base, cfg, true, l.store.clock.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if err := old.finalizeLocked(); err != nil {
+		seg.close()
+		return err
+	}
+	l.active = seg
+	l.dirDirty = true
+	segs := append(append([]*segment(nil), *l.segs.Load()...), seg)
+	l.segs.Store(&segs)
+	l.rollWG.Add(1)
+	go func() {
+		defer l.rollWG.Done()
+		err := l.syncTo(base)
+		if err == nil {
+			// The recovery point may already have passed the old segment
+			// (flush.messages=1 fsyncs its .log on every append), but its
+			// indexes and final time index entry were never synced.
+			err = old.syncIndexes()
+		}
+		if err != nil && !l.gone.Load() {
+			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot flush rolled segment")
+		}
+	}()
+	return nil
+}
+
+func (l *Log) writeLeaderEpochLocked(start int64) error {
+	data := encodeLeaderEpochCheckpoint([]epochEntry{{leaderEpoch, start}})
+	if err := writeFileAtomic(l.store.fs, filepath.Join(l.dir, leaderEpochFile), data); err != nil {
+		return err
+	}
+	l.epochWritten = true
+	return nil
+}
+
+// syncTo returns once every offset below target is fsynced. One caller at
+// a time runs the fsync; the others wait and are covered by it or by the
+// next one (group commit).
+func (l *Log) syncTo(target int64) error {
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
+	for {
+		if l.flushed.Load() >= target {
+			return nil
+		}
+		if l.syncErr != nil {
+			return l.syncErr
+		}
+		if !l.syncing {
+			break
+		}
+		l.fcond.Wait()
+	}
+	l.syncing = true
+	l.fmu.Unlock()
+	end, err := l.flushOnce()
+	l.fmu.Lock()
+	l.syncing = false
+	if err != nil {
+		l.syncErr = err
+		l.logger.Error().Err(err).Msg("fsync failed, partition offline")
+	} else if end > l.flushed.Load() {
+		l.flushed.Store(end)
+	}
+	l.fcond.Broadcast()
+	return err
+}
+
+// flushOnce fsyncs every segment that may hold unsynced data (those from
+// the recovery point on), the indexes of the inactive ones, and the
+// directory if segments were created, returning the log end offset it
+// covers.
+func (l *Log) flushOnce() (int64, error) {
+	l.mu.Lock()
+	end := l.leo.Load()
+	segs := *l.segs.Load()
+	active := l.active
+	dirty := l.dirDirty
+	l.dirDirty = false
+	l.mu.Unlock()
+
+	rp := l.flushed.Load()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > rp }) - 1
+	if i < 0 {
+		i = 0
+	}
+	var err error
+	for _, s := range segs[i:] {
+		if err = s.log.Sync(); err != nil {
+			break
+		}
+		if s != active {
+			if err = s.syncIndexes(); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil && dirty {
+		err = l.store.fs.SyncDir(l.dir)
+	}
+	if err != nil {
+		if dirty {
+			l.mu.Lock()
+			l.dirDirty = true
+			l.mu.Unlock()
+		}
+		return 0, err
+	}
+	l.lastFlushMs.Store(l.store.clock.Now().UnixMilli())
+	return end, nil
+}
+
+// Flush fsyncs everything appended so far.
+func (l *Log) Flush() error { return l.syncTo(l.leo.Load()) }
+
+// close flushes and closes the log; with deleted, the topic is going away
+// and nothing is flushed.
+func (l *Log) close(deleted bool) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	var err error
+	if !deleted && l.failed != nil {
+		err = fmt.Errorf("%w: %v", ErrStorage, l.failed)
+	} else if !deleted {
+		err = l.active.finalizeLocked()
+	}
+	l.mu.Unlock()
+	// No roll can start now that closed is set: wait for the flushes of
+	// earlier rolls, which use the files about to be closed, and remove
+	// retired segments now rather than after file.delete.delay.ms.
+	close(l.closing)
+	l.rollWG.Wait()
+	if deleted {
+		l.deleted.Store(true)
+	} else if err == nil {
+		if err = l.syncTo(l.leo.Load()); err == nil {
+			err = l.active.syncIndexes()
+		}
+	}
+	// Wait for a running fsync before closing the files under it.
+	l.fmu.Lock()
+	for l.syncing {
+		l.fcond.Wait()
+	}
+	l.gone.Store(true)
+	l.fmu.Unlock()
+	for _, s := range *l.segs.Load() {
+		if e := s.close(); e != nil && err == nil && !deleted {
+			err = e
+		}
+	}
+	l.closeWaiters()
+	return err
+}
+
+// cleanlyClosed reports whether close flushed everything: the recovery
+// point is the log end offset.
+func (l *Log) cleanlyClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed == nil && l.flushed.Load() == l.leo.Load()
+}
+
+// readErr maps a read failure: a log closed under the reader is gone, not
+// broken.
+func (l *Log) readErr(err error) error {
+	if l.gone.Load() {
+		return l.goneErr()
+	}
+	if errors.Is(err, ErrOffsetOutOfRange) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrStorage, err)
+}
+
+// AdvanceLogStartOffset moves the log start offset forward to offset, as
+// DeleteRecords does (records below it become unreadable; whole segments
+// below it are for retention to delete). It never moves it back, and
+// refuses to pass the high watermark (Kafka: OFFSET_OUT_OF_RANGE). It
+// returns the new log start offset; the log-start-offset checkpoint
+// records it at the next checkpoint.
+func (l *Log) AdvanceLogStartOffset(offset int64) (int64, error) {
+	if l.gone.Load() {
+		return 0, l.goneErr()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset > l.hw.Load().offset || offset < 0 {
+		return l.logStart.Load(), ErrOffsetOutOfRange
+	}
+	if offset > l.logStart.Load() {
+		l.logStart.Store(offset)
+	}
+	return l.logStart.Load(), nil
+}

@@ -1,0 +1,304 @@
+package partition
+
+// The cleaner's and retention's way into a log: a snapshot of the
+// segments, reads of a segment's bytes, the atomic swap of cleaned output
+// for old segments, and the deletion of the oldest segments. The active
+// segment is never replaced; it is deleted only by retention, after a roll.
+//
+// Replaced and deleted segments are renamed "<name>.deleted" at once and
+// removed file.delete.delay.ms later (Kafka's delay, so fetches that
+// already hold the old segment finish reading it).
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// ErrSegmentsChanged means the segments named in a replacement are no
+// longer the log's (the log was truncated, cleaned or deleted meanwhile).
+var ErrSegmentsChanged = errors.New("partition: segments changed")
+
+// SegmentInfo is a snapshot of one segment.
+type SegmentInfo struct {
+	BaseOffset int64
+	// NextOffset is the offset after the segment: the next segment's base
+	// offset, or the log end offset for the active segment.
+	NextOffset int64
+	Size       int64 // bytes in the .log
+	// MaxTimestamp is the largest batch max timestamp in the segment, -1
+	// if none (retention.ms measures from it).
+	MaxTimestamp int64
+	Active       bool
+	LogPath      string // the .log file, for naming the cleaner's output
+}
+
+// Segments returns the log's segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := *l.segs.Load()
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		next := l.leo.Load()
+		if i+1 < len(segs) {
+			next = segs[i+1].base
+		}
+		out[i] = SegmentInfo{
+			BaseOffset:   s.base,
+			NextOffset:   next,
+			Size:         s.size.Load(),
+			MaxTimestamp: s.maxTs,
+			Active:       s == l.active,
+			LogPath:      s.path(logSuffix),
+		}
+	}
+	return out
+}
+
+// ReadSegment reads the .log bytes of the segment with base offset base at
+// off, like io.ReaderAt, never past the bytes appended so far.
+func (l *Log) ReadSegment(base int64, p []byte, off int64) (int, error) {
+	if l.gone.Load() {
+		return 0, l.goneErr()
+	}
+	segs := *l.segs.Load()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base >= base })
+	if i == len(segs) || segs[i].base != base {
+		return 0, fmt.Errorf("%w: no segment at %d", ErrSegmentsChanged, base)
+	}
+	seg := segs[i]
+	size := seg.size.Load()
+	if off >= size {
+		return 0, fmt.Errorf("partition: read at %d past the end (%d) of segment %d", off, size, base)
+	}
+	n, err := seg.log.ReadAt(p[:min(int64(len(p)), size-off)], off)
+	if err != nil {
+		return n, l.readErr(err)
+	}
+	return n, nil
+}
+
+// ReplaceSegments swaps the cleaner's output in for the segments with base
+// offsets oldBases (consecutive, oldest first, none active). The output is
+// one segment with base offset newBase (normally oldBases[0]) already
+// written and fsynced as "<newBase>.log.cleaned", with optional
+// ".index.cleaned" and ".timeindex.cleaned" files (rebuilt when missing
+// or inconsistent). As in Kafka's replaceSegments the steps are: rename
+// .cleaned to .swap, install the new segment, rename the old segments'
+// files to .deleted, rename .swap to the final names, fsync the directory;
+// a crash at any step leaves the old set or the new set (see
+// completeSwaps). If the segments changed meanwhile (ErrSegmentsChanged)
+// or a step before the swap fails, the .cleaned files are removed and the
+// old segments stay.
+func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
+	if len(oldBases) == 0 {
+		return errors.New("partition: ReplaceSegments without segments")
+	}
+	fsys := l.store.fs
+	cfg := l.cfg.Load()
+	final := func(suf string) string { return filepath.Join(l.dir, segmentFileName(newBase, suf)) }
+	suffixes := []string{logSuffix, indexSuffix, timeIndexSuffix}
+	seg, err := openSegmentNamed(fsys, l.dir, newBase, cfg, false, l.store.clock.Now().UnixMilli(), cleanedSuffix)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	// abort drops the cleaner's output, as Kafka does when a cleaning
+	// cannot complete; the old segments stay.
+	abort := func(err error) error {
+		seg.close()
+		for _, suf := range suffixes {
+			fsys.Remove(final(suf) + cleanedSuffix)
+		}
+		return err
+	}
+	st, err := seg.log.Stat()
+	if err != nil {
+		return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+	}
+	seg.size.Store(st.Size())
+
+	// Check the segments and load or rebuild the new indexes without the
+	// log's mutex, then check again under it: only appends and rolls can
+	// have happened meanwhile, unless someone else replaced or deleted.
+	check := func(segs []*segment) (first int, next int64, ok bool) {
+		first = sort.Search(len(segs), func(i int) bool { return segs[i].base >= oldBases[0] })
+		if first+len(oldBases) >= len(segs) { // the active segment stays
+			return 0, 0, false
+		}
+		for i, b := range oldBases {
+			if segs[first+i].base != b {
+				return 0, 0, false
+			}
+		}
+		next = segs[first+len(oldBases)].base
+		return first, next, newBase >= oldBases[0] && newBase < next
+	}
+	_, next, ok := check(*l.segs.Load())
+	if !ok {
+		return abort(fmt.Errorf("%w: %v", ErrSegmentsChanged, oldBases))
+	}
+	if !l.loadIndexes(seg, next, false) || (seg.size.Load() > 0 && seg.timeIdx.n.Load() == 0) {
+		if _, _, err := l.recoverSegment(seg, false); err != nil {
+			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+		if err := seg.syncIndexes(); err != nil {
+			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+	}
+
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return abort(l.goneErr())
+	}
+	segs := *l.segs.Load()
+	first, next2, ok := check(segs)
+	if !ok || next2 != next {
+		l.mu.Unlock()
+		return abort(fmt.Errorf("%w: %v", ErrSegmentsChanged, oldBases))
+	}
+	for _, suf := range suffixes {
+		if err := fsys.Rename(final(suf)+cleanedSuffix, final(suf)+swapSuffix); err != nil {
+			for _, suf := range suffixes {
+				fsys.Remove(final(suf) + swapSuffix)
+			}
+			l.mu.Unlock()
+			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+	}
+	old := append([]*segment(nil), segs[first:first+len(oldBases)]...)
+	updated := make([]*segment, 0, len(segs)-len(old)+1)
+	updated = append(updated, segs[:first]...)
+	updated = append(updated, seg)
+	updated = append(updated, segs[first+len(old):]...)
+	l.segs.Store(&updated)
+	l.mu.Unlock()
+
+	if err := l.retire(old); err != nil {
+		return err
+	}
+	for _, suf := range suffixes {
+		if err := fsys.Rename(final(suf)+swapSuffix, final(suf)); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	if err := fsys.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
+}
+
+// DeleteSegmentsBefore deletes every segment whose next offset is <=
+// offset, which must be a segment's base offset or the log end offset, and
+// not past the high watermark; with the log end offset, the active segment
+// goes too, after a roll to a new empty one. The log start offset moves to
+// the first remaining segment's base offset (never back). It returns the
+// number of segments deleted.
+func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, l.goneErr()
+	}
+	if offset > l.hw.Load().offset {
+		l.mu.Unlock()
+		return 0, ErrOffsetOutOfRange
+	}
+	cfg := l.cfg.Load()
+	if offset == l.leo.Load() && l.active.size.Load() > 0 {
+		if err := l.rollLocked(offset, cfg); err != nil {
+			l.mu.Unlock()
+			return 0, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		// The high watermark now sits at the start of the new segment.
+		l.hw.Store(&hwMark{offset: offset, segBase: offset, pos: 0})
+	}
+	segs := *l.segs.Load()
+	n := 0
+	for n < len(segs)-1 && segs[n+1].base <= offset {
+		n++
+	}
+	if n == 0 {
+		l.mu.Unlock()
+		return 0, nil
+	}
+	old := segs[:n:n]
+	rest := append([]*segment(nil), segs[n:]...)
+	l.segs.Store(&rest)
+	if rest[0].base > l.logStart.Load() {
+		l.logStart.Store(rest[0].base)
+	}
+	l.mu.Unlock()
+	if err := l.retire(old); err != nil {
+		return n, err
+	}
+	return n, l.store.fs.SyncDir(l.dir)
+}
+
+// retire renames segments' files to .deleted and schedules their removal
+// after file.delete.delay.ms.
+func (l *Log) retire(old []*segment) error {
+	fsys := l.store.fs
+	for _, s := range old {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%w: %v", ErrStorage, err)
+			}
+		}
+	}
+	delay := time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		l.removeRetired(old)
+		return nil
+	}
+	l.retired = append(l.retired, old...)
+	l.rollWG.Add(1)
+	l.mu.Unlock()
+	t := l.store.clock.NewTimer(delay)
+	go func() {
+		defer l.rollWG.Done()
+		select {
+		case <-t.C():
+		case <-l.closing:
+			t.Stop()
+		}
+		l.mu.Lock()
+		keep := l.retired[:0]
+		for _, s := range l.retired {
+			if !containsSeg(old, s) {
+				keep = append(keep, s)
+			}
+		}
+		l.retired = keep
+		l.mu.Unlock()
+		l.removeRetired(old)
+	}()
+	return nil
+}
+
+func containsSeg(set []*segment, s *segment) bool {
+	for _, x := range set {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// removeRetired closes retired segments and removes their .deleted files.
+func (l *Log) removeRetired(old []*segment) {
+	for _, s := range old {
+		s.close()
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := l.store.fs.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("cannot remove deleted segment file")
+			}
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package partition
+
+import (
+	"encoding/binary"
+	"sort"
+	"sync"
+
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// batchPrefix is the part of a batch header a scan needs: baseOffset,
+// batchLength, and (at 23) lastOffsetDelta.
+const batchPrefix = 27
+
+// maxReadBytes caps what one Read returns (beyond a first batch larger
+// than that with minOne), whatever maxBytes the client asked for, like the
+// broker's fetch.max.bytes (55 MiB by default), so a fetch cannot make the
+// broker allocate without bound.
+const maxReadBytes = 64 << 20
+
+// scanBufSize is how much a header scan reads at a time; the scan starts at
+// an offset index entry, so it usually covers index.interval.bytes or less.
+const scanBufSize = 16 << 10
+
+// Read returns whole batches from the one containing offset, up to
+// maxBytes (but at least one batch when minOne), never past the high
+// watermark. ErrOffsetOutOfRange if offset is outside [logStart, LEO];
+// Records may be empty (offset >= HW, or nothing fits without minOne).
+// The batches come from one segment, in one ReadAt into a fresh buffer that
+// the caller owns.
+func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
+	if l.gone.Load() {
+		return ReadResult{}, l.goneErr()
+	}
+	hw := l.hw.Load()
+	segs := *l.segs.Load()
+	res := ReadResult{Offsets: Offsets{
+		LogStartOffset:   l.logStart.Load(),
+		HighWatermark:    hw.offset,
+		LastStableOffset: hw.offset,
+		LogEndOffset:     l.leo.Load(),
+	}}
+	// As in Kafka, an offset between the high watermark and the log end
+	// offset (written, not yet durable) reads as empty, not out of range.
+	if offset < res.LogStartOffset || offset > max(res.LogEndOffset, hw.offset) {
+		return res, ErrOffsetOutOfRange
+	}
+	if offset >= hw.offset {
+		return res, nil
+	}
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	for ; i < len(segs); i++ {
+		seg := segs[i]
+		if seg.base > hw.segBase {
+			break
+		}
+		limit := seg.size.Load()
+		if seg.base == hw.segBase {
+			limit = hw.pos
+		}
+		pos, err := l.startPosition(seg, offset)
+		if err != nil {
+			return res, l.readErr(err)
+		}
+		found, first, err := scanTo(seg, offset, pos, limit)
+		if err != nil {
+			return res, l.readErr(err)
+		}
+		if found < 0 {
+			continue // offset is in a gap past this segment's batches
+		}
+		b, err := readBatches(seg, found, first, limit, maxBytes, minOne)
+		if err != nil {
+			return res, l.readErr(err)
+		}
+		res.Records = b
+		return res, nil
+	}
+	return res, nil
+}
+
+// startPosition is where to start scanning for offset: the batch of the
+// largest offset index entry at or below it.
+func (l *Log) startPosition(seg *segment, offset int64) (int64, error) {
+	e, ok, err := seg.offIdx.floor(offset, seg.base)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return e.val, nil
+}
+
+// scanBufs recycles header-scan buffers: every Read scans.
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, scanBufSize); return &b }}
+
+// scanTo walks batch headers from pos to the first batch whose last offset
+// is >= offset, returning its position and size, or -1 if none before
+// limit.
+func scanTo(seg *segment, offset, pos, limit int64) (found int64, size int64, err error) {
+	var backing, buf []byte
+	var bufPos int64
+	defer func() {
+		if backing != nil {
+			scanBufs.Put(&backing)
+		}
+	}()
+	for pos+batchPrefix <= limit {
+		if pos+batchPrefix > bufPos+int64(len(buf)) {
+			n := min(int64(scanBufSize), limit-pos)
+			if backing == nil {
+				backing = *scanBufs.Get().(*[]byte)
+			}
+			buf, bufPos = backing[:n], pos
+			if _, err := seg.log.ReadAt(buf, pos); err != nil {
+				return -1, 0, err
+			}
+		}
+		b := buf[pos-bufPos:]
+		base := int64(binary.BigEndian.Uint64(b))
+		length := int64(int32(binary.BigEndian.Uint32(b[8:])))
+		lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:])))
+		sz := length + recordbatch.LogOverhead
+		if length < recordbatch.HeaderSize-recordbatch.LogOverhead || pos+sz > limit {
+			return -1, 0, errCorruptSegment(seg, pos)
+		}
+		if base+lastDelta >= offset {
+			return pos, sz, nil
+		}
+		pos += sz
+	}
+	return -1, 0, nil
+}
+
+// readBatches reads the whole batches from pos (the first is firstSize
+// bytes) that fit in maxBytes, or just the first if none fits and minOne.
+func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minOne bool) ([]byte, error) {
+	want := min(limit-pos, int64(max(maxBytes, 0)), maxReadBytes)
+	if want < firstSize {
+		if !minOne {
+			return nil, nil
+		}
+		want = firstSize
+	}
+	buf := make([]byte, want)
+	if _, err := seg.log.ReadAt(buf, pos); err != nil {
+		return nil, err
+	}
+	// Cut at the last whole batch.
+	n := int64(0)
+	for n+recordbatch.LogOverhead <= want {
+		sz := int64(int32(binary.BigEndian.Uint32(buf[n+8:]))) + recordbatch.LogOverhead
+		if sz < recordbatch.HeaderSize || n+sz > want {
+			break
+		}
+		n += sz
+	}
+	if n == 0 {
+		return nil, errCorruptSegment(seg, pos)
+	}
+	return buf[:n], nil
+}

@@ -1,0 +1,581 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// Recovery at start-up, as Kafka's LogLoader does it:
+//
+//   - After a clean shutdown (.kafka_cleanshutdown present and the
+//     partition in the recovery-point checkpoint) no segment data is read:
+//     the log end offset is the recovery point, and each segment's largest
+//     timestamp is its time index's last entry.
+//   - Otherwise the segments from the one holding the recovery point on
+//     are re-validated batch by batch (length, magic, CRC, offsets). The
+//     first bad batch and everything after it is truncated, later segments
+//     are deleted, and a Warn event names what was dropped. Their indexes
+//     are rebuilt from the .log.
+//   - Segments below the recovery point keep their indexes when those are
+//     present and consistent with the .log's size and offsets; otherwise
+//     the indexes are rebuilt.
+
+// recoveryChunk is the read size of a recovery scan.
+const recoveryChunk = 1 << 20
+
+// errCorrupt marks a segment whose bytes do not parse as batches.
+var errCorrupt = errors.New("partition: corrupt segment")
+
+func errCorruptSegment(seg *segment, pos int64) error {
+	return fmt.Errorf("%w: %s at position %d", errCorrupt, seg.path(logSuffix), pos)
+}
+
+// logParams is what opening a log needs to know.
+type logParams struct {
+	topic         string
+	partition     int32
+	id            TopicID
+	cfg           LogConfig
+	recoveryPoint int64 // from the checkpoint, -1 if absent
+	logStart      int64 // from the checkpoint, -1 if absent
+	clean         bool  // the data dir was shut down cleanly
+	create        bool  // a new partition: the directory must not hold a log
+}
+
+func partitionDirName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
+
+// openLog opens or creates one partition's log, recovering it if needed.
+func (s *Store) openLog(p logParams) (*Log, error) {
+	dir := filepath.Join(s.cfg.Dir, partitionDirName(p.topic, p.partition))
+	l := &Log{
+		store:     s,
+		topic:     p.topic,
+		partition: p.partition,
+		dir:       dir,
+		logger:    s.logger.With().Str("topic", p.topic).Int32("partition", p.partition).Logger(),
+	}
+	l.fcond = sync.NewCond(&l.fmu)
+	l.closing = make(chan struct{})
+	ch := make(chan struct{})
+	l.waitCh.Store(&ch)
+	cfg := p.cfg
+	l.cfg.Store(&cfg)
+	l.hw.Store(&hwMark{})
+
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := l.checkPartitionMetadata(p.id, p.create); err != nil {
+		return nil, err
+	}
+	segs, err := l.loadSegments(p)
+	if err != nil {
+		for _, seg := range segs {
+			seg.close()
+		}
+		return nil, err
+	}
+	if p.create {
+		if err := s.fs.SyncDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// checkPartitionMetadata writes partition.metadata, or checks the topic id
+// in it (Kafka refuses a log whose topic id differs: InconsistentTopicId).
+func (l *Log) checkPartitionMetadata(id TopicID, create bool) error {
+	name := filepath.Join(l.dir, partitionMetadataFile)
+	data, err := readFile(l.store.fs, name, 4096)
+	if err == nil && !create {
+		got, derr := decodePartitionMetadata(data)
+		if derr == nil {
+			if got != id {
+				return fmt.Errorf("partition: %s has topic id %s, catalog says %s", name, got, id)
+			}
+			return nil
+		}
+		l.logger.Warn().Err(derr).Str("file", name).Msg("rewriting unreadable partition.metadata")
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return writeFileAtomic(l.store.fs, name, encodePartitionMetadata(id))
+}
+
+// loadSegments opens the partition's segments, recovers them, and sets the
+// log's offsets. It returns the segments it opened, for cleanup on error.
+func (l *Log) loadSegments(p logParams) ([]*segment, error) {
+	fsys := l.store.fs
+	nowMs := l.store.clock.Now().UnixMilli()
+	cfg := l.cfg.Load()
+	if err := l.completeSwaps(); err != nil {
+		return nil, err
+	}
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	have := map[string]bool{}
+	for _, e := range entries {
+		if b, ok := parseSegmentFileName(e.Name(), logSuffix); ok {
+			bases = append(bases, b)
+		}
+		have[e.Name()] = true
+	}
+	for _, e := range entries {
+		// An index without its .log is of no use (Kafka deletes it too).
+		name := e.Name()
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, ".txnindex"} {
+			if b, ok := parseSegmentFileName(name, suf); ok && !have[segmentFileName(b, logSuffix)] {
+				if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	if p.create && len(bases) > 0 {
+		return nil, fmt.Errorf("partition: new partition directory %s already holds segments", l.dir)
+	}
+
+	var segs []*segment
+	if len(bases) == 0 {
+		start := max(p.logStart, 0)
+		seg, err := openSegment(fsys, l.dir, start, cfg, true, nowMs)
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, seg)
+		l.dirDirty = true
+	}
+	missingIdx := map[int64]bool{}
+	for _, b := range bases {
+		if !have[segmentFileName(b, indexSuffix)] || !have[segmentFileName(b, timeIndexSuffix)] {
+			missingIdx[b] = true
+		}
+		seg, err := openSegment(fsys, l.dir, b, cfg, false, nowMs)
+		if err != nil {
+			return segs, err
+		}
+		segs = append(segs, seg)
+		st, err := seg.log.Stat()
+		if err != nil {
+			return segs, err
+		}
+		seg.size.Store(st.Size())
+	}
+
+	last := len(segs) - 1
+	recoverFrom := 0
+	switch {
+	case len(bases) == 0:
+		recoverFrom = len(segs)
+	case p.clean && p.recoveryPoint >= segs[last].base &&
+		(segs[last].size.Load() == 0) == (p.recoveryPoint == segs[last].base):
+		// Trusted without reading: the checkpoint is the log end offset.
+		// (An empty active segment with a recovery point past its base,
+		// or the reverse, is not what a clean shutdown leaves.)
+		recoverFrom = len(segs)
+	case p.recoveryPoint >= 0:
+		recoverFrom = sort.Search(len(segs), func(i int) bool { return segs[i].base > p.recoveryPoint }) - 1
+		recoverFrom = max(recoverFrom, 0)
+	}
+
+	leo := segs[last].base
+	if recoverFrom == len(segs) && len(bases) > 0 {
+		leo = p.recoveryPoint
+	}
+	for i := 0; i < recoverFrom; i++ {
+		next := leo
+		if i < last {
+			next = segs[i+1].base
+		}
+		if missingIdx[segs[i].base] || !l.loadIndexes(segs[i], next, i == last) {
+			l.logger.Warn().Int64("segment", segs[i].base).Msg("rebuilding missing or inconsistent index")
+			if _, _, err := l.recoverSegment(segs[i], i == last); err != nil {
+				return segs, err
+			}
+		}
+	}
+	for i := recoverFrom; i < len(segs); i++ {
+		next, truncated, err := l.recoverSegment(segs[i], i == last)
+		if err != nil {
+			return segs, err
+		}
+		if i == last {
+			leo = next
+		}
+		if truncated && i < last {
+			// Everything after a corrupt batch is gone, as in Kafka.
+			for _, later := range segs[i+1:] {
+				l.logger.Warn().Int64("segment", later.base).Int64("bytes", later.size.Load()).Msg("deleting segment after corrupt batch")
+				later.close()
+				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+					if err := fsys.Remove(later.path(suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return segs[:i+1], err
+					}
+				}
+			}
+			segs = segs[:i+1]
+			last = i
+			leo = next
+			l.dirDirty = true
+			break
+		}
+	}
+	if recoverFrom < len(segs) {
+		// Make what recovery kept durable before trusting it as the
+		// recovery point.
+		for _, seg := range segs[recoverFrom:] {
+			if err := seg.log.Sync(); err != nil {
+				return segs, err
+			}
+			if err := seg.syncIndexes(); err != nil {
+				return segs, err
+			}
+		}
+	}
+	if l.dirDirty {
+		if err := fsys.SyncDir(l.dir); err != nil {
+			return segs, err
+		}
+		l.dirDirty = false
+	}
+
+	active := segs[last]
+	l.active = active
+	l.segs.Store(&segs)
+	l.leo.Store(leo)
+	l.flushed.Store(leo)
+	l.lastFlushMs.Store(nowMs)
+	l.logStart.Store(max(p.logStart, segs[0].base))
+	if l.logStart.Load() > leo {
+		l.logStart.Store(leo)
+	}
+	l.hw.Store(&hwMark{offset: leo, segBase: active.base, pos: active.size.Load()})
+	return segs, l.loadLeaderEpoch(leo)
+}
+
+// loadLeaderEpoch reads leader-epoch-checkpoint; a non-empty log without
+// an entry gets one for epoch 0 from the log start offset.
+func (l *Log) loadLeaderEpoch(leo int64) error {
+	name := filepath.Join(l.dir, leaderEpochFile)
+	data, err := readFile(l.store.fs, name, maxCheckpointFileBytes)
+	if err == nil {
+		entries, derr := decodeLeaderEpochCheckpoint(data)
+		if derr == nil && len(entries) > 0 && entries[0].StartOffset <= leo {
+			l.epochWritten = true
+			return nil
+		}
+		if derr != nil {
+			l.logger.Warn().Err(derr).Msg("rewriting unreadable leader-epoch-checkpoint")
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if leo > l.logStart.Load() {
+		return l.writeLeaderEpochLocked(l.logStart.Load())
+	}
+	return writeFileAtomic(l.store.fs, name, encodeLeaderEpochCheckpoint(nil))
+}
+
+// Suffixes of the cleaner's temporary files (Kafka's LogFileUtils).
+const (
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+	deletedSuffix = ".deleted"
+)
+
+// completeSwaps finishes or undoes a segment replacement interrupted by a
+// crash, as Kafka's LogLoader does: .deleted and .cleaned files go (the
+// originals, or their .swap replacements, are complete); a .swap at or
+// above the smallest .cleaned base belongs to an unfinished split and goes
+// too (KAFKA-6264); the remaining .swap segments replace every ordinary
+// segment whose base lies in the offsets they cover, and lose their suffix.
+func (l *Log) completeSwaps() error {
+	fsys := l.store.fs
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	minCleaned := int64(math.MaxInt64)
+	var swaps []string
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(l.dir, name)
+		switch {
+		case strings.HasSuffix(name, ".tmp"), strings.HasSuffix(name, deletedSuffix):
+			// Leftovers of an interrupted atomic write or deletion.
+			if err := fsys.Remove(path); err != nil {
+				return err
+			}
+		case strings.HasSuffix(name, cleanedSuffix):
+			if b, ok := parseSegmentFileName(strings.TrimSuffix(name, cleanedSuffix), filepath.Ext(strings.TrimSuffix(name, cleanedSuffix))); ok {
+				minCleaned = min(minCleaned, b)
+			}
+			if err := fsys.Remove(path); err != nil {
+				return err
+			}
+		case strings.HasSuffix(name, swapSuffix):
+			swaps = append(swaps, name)
+		}
+	}
+	if len(swaps) == 0 {
+		return nil
+	}
+	lo, hi := int64(math.MaxInt64), int64(-1)
+	var keep []string
+	for _, name := range swaps {
+		stem := strings.TrimSuffix(name, swapSuffix)
+		b, ok := parseSegmentFileName(stem, filepath.Ext(stem))
+		if !ok || b >= minCleaned {
+			if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		keep = append(keep, name)
+		if filepath.Ext(stem) != logSuffix {
+			continue
+		}
+		next, err := l.nextOffsetOfFile(filepath.Join(l.dir, name), b)
+		if err != nil {
+			return err
+		}
+		lo, hi = min(lo, b), max(hi, next)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		b, ok := parseSegmentFileName(name, ext)
+		segFile := ext == logSuffix || ext == indexSuffix || ext == timeIndexSuffix || ext == ".txnindex"
+		if ok && segFile && b >= lo && b < hi {
+			l.logger.Warn().Str("file", name).Msg("deleting segment replaced by an interrupted swap")
+			if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range keep {
+		if err := fsys.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, strings.TrimSuffix(name, swapSuffix))); err != nil {
+			return err
+		}
+	}
+	l.dirDirty = true
+	return nil
+}
+
+// nextOffsetOfFile is the offset after the last whole batch of a .log file
+// (base if it has none), reading only batch headers.
+func (l *Log) nextOffsetOfFile(path string, base int64) (int64, error) {
+	f, err := l.store.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	next := base
+	var hb [batchPrefix]byte
+	for pos := int64(0); pos+batchPrefix <= st.Size(); {
+		if _, err := f.ReadAt(hb[:], pos); err != nil {
+			return 0, err
+		}
+		l.store.recoveryBytes.Add(batchPrefix)
+		h := recordbatch.Header(hb[:])
+		sz := int64(h.BatchLength()) + recordbatch.LogOverhead
+		if sz < recordbatch.HeaderSize || pos+sz > st.Size() {
+			break
+		}
+		next = h.BaseOffset() + int64(h.LastOffsetDelta()) + 1
+		pos += sz
+	}
+	return next, nil
+}
+
+// loadIndexes adopts a segment's index files without reading the .log,
+// reporting false if they are inconsistent with it. next is the offset
+// after the segment.
+func (l *Log) loadIndexes(seg *segment, next int64, isLast bool) bool {
+	size := seg.size.Load()
+	offs, err := seg.offIdx.readAll(seg.base)
+	if err != nil {
+		return false
+	}
+	times, err := seg.timeIdx.readAll(seg.base)
+	if err != nil {
+		return false
+	}
+	for _, e := range offs {
+		if e.val >= size || e.key >= next {
+			return false
+		}
+	}
+	for _, e := range times {
+		if e.val >= next {
+			return false
+		}
+	}
+	if size > 0 && next <= seg.base {
+		return false
+	}
+	for _, x := range []struct {
+		idx *index
+		n   int
+	}{{seg.offIdx, len(offs)}, {seg.timeIdx, len(times)}} {
+		// Drop Kafka's zero-filled preallocation (or any junk after the
+		// valid entries), so appends continue right after them.
+		if st, err := x.idx.f.Stat(); err != nil {
+			return false
+		} else if want := int64(x.n * x.idx.entrySize); st.Size() != want {
+			if err := x.idx.f.Truncate(want); err != nil {
+				return false
+			}
+		}
+	}
+	seg.offIdx.setLoaded(offs)
+	seg.timeIdx.setLoaded(times)
+	if len(times) > 0 {
+		t := times[len(times)-1]
+		seg.maxTs, seg.offMaxTs = t.key, t.val
+	}
+	if isLast && len(offs) > 0 {
+		seg.bytesSinceIndex = size - offs[len(offs)-1].val
+	} else if isLast {
+		seg.bytesSinceIndex = size
+	}
+	return true
+}
+
+// recoverSegment re-validates every batch of seg, truncates at the first
+// bad one, and rebuilds both indexes. It returns the offset after the last
+// good batch and whether anything was truncated.
+func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated bool, err error) {
+	st, err := seg.log.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	size := st.Size()
+	cfg := l.cfg.Load()
+	r := chunkReader{f: seg.log, size: size, counter: &l.store.recoveryBytes}
+
+	var offs, times []indexEntry
+	var bytesSince int64
+	maxTs, offMaxTs, rollTs := int64(-1), int64(-1), int64(-1)
+	lastTimeKey := int64(math.MinInt64)
+	next = seg.base
+	pos := int64(0)
+	var why error
+	for pos < size {
+		hb, err := r.get(pos, min(recordbatch.HeaderSize, size-pos))
+		if err != nil {
+			return 0, false, err
+		}
+		h, err := recordbatch.ParseHeader(hb)
+		if err != nil {
+			why = err
+			break
+		}
+		bsz := int64(h.Size())
+		if pos+bsz > size {
+			why = recordbatch.ErrTruncated
+			break
+		}
+		b, err := r.get(pos, bsz)
+		if err != nil {
+			return 0, false, err
+		}
+		h = recordbatch.Header(b)
+		if err := h.CheckCRC(); err != nil {
+			why = err
+			break
+		}
+		if h.BaseOffset() < next || h.LastOffsetDelta() < 0 || h.LastOffset()-seg.base > math.MaxInt32 {
+			why = fmt.Errorf("batch offsets [%d, %d] out of order", h.BaseOffset(), h.LastOffset())
+			break
+		}
+		if ts := h.MaxTimestamp(); ts > maxTs {
+			maxTs, offMaxTs = ts, h.LastOffset()
+		}
+		if pos == 0 {
+			rollTs = h.MaxTimestamp()
+		}
+		if bytesSince > int64(cfg.IndexIntervalBytes) && int64(len(offs)) < seg.offIdx.max {
+			offs = append(offs, indexEntry{h.LastOffset(), pos})
+			if maxTs > lastTimeKey && int64(len(times)) < seg.timeIdx.max {
+				times = append(times, indexEntry{maxTs, offMaxTs})
+				lastTimeKey = maxTs
+			}
+			bytesSince = 0
+		}
+		bytesSince += bsz
+		next = h.LastOffset() + 1
+		pos += bsz
+	}
+	if pos < size {
+		l.logger.Warn().Err(why).Int64("segment", seg.base).Int64("offset", next).Int64("position", pos).
+			Int64("bytes", size-pos).Msg("truncating corrupt or torn tail of segment")
+		if err := seg.log.Truncate(pos); err != nil {
+			return 0, false, err
+		}
+		truncated = true
+	}
+	if !isLast && maxTs > lastTimeKey {
+		// The final entry of an inactive segment: its largest timestamp.
+		times = append(times, indexEntry{maxTs, offMaxTs})
+	}
+	if err := seg.offIdx.rewrite(offs, seg.base); err != nil {
+		return 0, false, err
+	}
+	if err := seg.timeIdx.rewrite(times, seg.base); err != nil {
+		return 0, false, err
+	}
+	seg.size.Store(pos)
+	seg.maxTs, seg.offMaxTs = maxTs, offMaxTs
+	seg.rollTs, seg.rollTsKnown = rollTs, true
+	seg.bytesSinceIndex = bytesSince
+	return next, truncated, nil
+}
+
+// chunkReader reads a file in large chunks for a forward scan, counting
+// the bytes it reads.
+type chunkReader struct {
+	f       io.ReaderAt
+	size    int64
+	buf     []byte
+	start   int64 // file position of buf[0]
+	counter interface{ Add(int64) int64 }
+}
+
+// get returns n bytes at pos. REQUIRES: pos+n <= size.
+func (r *chunkReader) get(pos, n int64) ([]byte, error) {
+	if pos >= r.start && pos+n <= r.start+int64(len(r.buf)) {
+		return r.buf[pos-r.start : pos-r.start+n], nil
+	}
+	want := max(n, min(recoveryChunk, r.size-pos))
+	if int64(cap(r.buf)) < want {
+		r.buf = make([]byte, want)
+	}
+	r.buf = r.buf[:want]
+	m, err := r.f.ReadAt(r.buf, pos)
+	r.counter.Add(int64(m))
+	if err != nil && !(errors.Is(err, io.EOF) && int64(m) == want) {
+		return nil, err
+	}
+	r.start = pos
+	return r.buf[:n], nil
+}

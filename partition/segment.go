@@ -1,0 +1,182 @@
+package partition
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/kcompatd/kcompatd/internal/vfs"
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// File name suffixes of a segment, as Kafka names them.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+)
+
+// segmentFileName is Kafka's 20-digit zero-padded base offset plus suffix.
+func segmentFileName(base int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", base, suffix)
+}
+
+// parseSegmentFileName returns the base offset of a 20-digit segment file
+// name with the given suffix.
+func parseSegmentFileName(name, suffix string) (int64, bool) {
+	stem, ok := strings.CutSuffix(name, suffix)
+	if !ok || len(stem) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(stem, 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// segment is one .log file with its two indexes. The .log holds whole v2
+// batches back to back; it is the truth, the indexes can always be rebuilt
+// from it.
+type segment struct {
+	base    int64 // offset of the segment's first record, the file name
+	dir     string
+	log     vfs.File
+	offIdx  *index
+	timeIdx *index
+	// size is the number of bytes of whole batches in the .log, published
+	// after each write so readers never see a partial batch.
+	size atomic.Int64
+
+	// The fields below belong to the writer: guarded by Log.mu.
+	bytesSinceIndex int64 // bytes appended since the last offset index entry
+	maxTs           int64 // largest batch max timestamp, -1 if none
+	offMaxTs        int64 // last offset of the batch carrying maxTs
+	rollTs          int64 // max timestamp of the first batch (segment.ms), -1 if none
+	rollTsKnown     bool  // rollTs was loaded from the file
+	createdMs       int64 // clock time the segment was created or opened
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentFileName(s.base, suffix))
+}
+
+// openSegment opens (create: creates, truncating leftovers) the three files
+// of the segment with base offset base.
+func openSegment(fsys vfs.FS, dir string, base int64, cfg *LogConfig, create bool, nowMs int64) (*segment, error) {
+	return openSegmentNamed(fsys, dir, base, cfg, create, nowMs, "")
+}
+
+// openSegmentNamed opens a segment whose files carry an extra suffix
+// (".swap" while the cleaner's output is swapped in); the segment's paths
+// stay the final names.
+func openSegmentNamed(fsys vfs.FS, dir string, base int64, cfg *LogConfig, create bool, nowMs int64, extra string) (*segment, error) {
+	s := &segment{base: base, dir: dir, maxTs: -1, offMaxTs: -1, rollTs: -1, createdMs: nowMs}
+	logFlag := os.O_RDWR
+	idxFlag := os.O_RDWR | os.O_CREATE
+	if create {
+		logFlag |= os.O_CREATE | os.O_TRUNC
+		idxFlag |= os.O_TRUNC
+	}
+	var err error
+	if s.log, err = fsys.OpenFile(s.path(logSuffix)+extra, logFlag, 0o644); err != nil {
+		return nil, err
+	}
+	fi, err := fsys.OpenFile(s.path(indexSuffix)+extra, idxFlag, 0o644)
+	if err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	ft, err := fsys.OpenFile(s.path(timeIndexSuffix)+extra, idxFlag, 0o644)
+	if err != nil {
+		s.log.Close()
+		fi.Close()
+		return nil, err
+	}
+	s.offIdx = newIndex(fi, offsetIndexEntrySize, cfg.SegmentIndexBytes)
+	s.timeIdx = newIndex(ft, timeIndexEntrySize, cfg.SegmentIndexBytes)
+	s.offIdx.setLoaded(nil)
+	s.timeIdx.setLoaded(nil)
+	if create {
+		s.rollTsKnown = true
+	}
+	return s, nil
+}
+
+// close closes the segment's files.
+func (s *segment) close() error {
+	err := s.log.Close()
+	if e := s.offIdx.f.Close(); err == nil {
+		err = e
+	}
+	if e := s.timeIdx.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// syncIndexes fsyncs both index files.
+func (s *segment) syncIndexes() error {
+	if err := s.offIdx.f.Sync(); err != nil {
+		return err
+	}
+	return s.timeIdx.f.Sync()
+}
+
+// finalizeLocked appends the time index entry for the largest timestamp,
+// as Kafka does when a segment becomes inactive or is closed, so the last
+// entry of a closed segment's time index is its largest timestamp.
+// REQUIRES: Log.mu held.
+func (s *segment) finalizeLocked() error {
+	if s.maxTs >= 0 && s.maxTs > s.timeIdx.last.key && !s.timeIdx.full() {
+		return s.timeIdx.append(indexEntry{s.maxTs, s.offMaxTs}, s.base)
+	}
+	return nil
+}
+
+// noteBatchLocked updates the writer's view after a batch of size bytes at
+// pos was written, adding index entries when index.interval.bytes is due.
+// REQUIRES: Log.mu held.
+func (s *segment) noteBatchLocked(h recordbatch.Header, pos int64, size int64, interval int32) error {
+	if ts := h.MaxTimestamp(); ts > s.maxTs {
+		s.maxTs, s.offMaxTs = ts, h.LastOffset()
+	}
+	if pos == 0 {
+		s.rollTs, s.rollTsKnown = h.MaxTimestamp(), true
+	}
+	if s.bytesSinceIndex > int64(interval) {
+		if err := s.offIdx.append(indexEntry{h.LastOffset(), pos}, s.base); err != nil {
+			return err
+		}
+		if s.maxTs > s.timeIdx.last.key {
+			if err := s.timeIdx.append(indexEntry{s.maxTs, s.offMaxTs}, s.base); err != nil {
+				return err
+			}
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += size
+	return nil
+}
+
+// loadRollTsLocked reads the first batch's max timestamp, which segment.ms
+// measures from (Kafka's rollingBasedTimestamp). REQUIRES: Log.mu held.
+func (s *segment) loadRollTsLocked() {
+	if s.rollTsKnown {
+		return
+	}
+	s.rollTsKnown = true
+	if s.size.Load() < recordbatch.HeaderSize {
+		return
+	}
+	var b [recordbatch.HeaderSize]byte
+	if _, err := s.log.ReadAt(b[:], 0); err != nil {
+		return
+	}
+	if h, err := recordbatch.ParseHeader(b[:]); err == nil {
+		s.rollTs = h.MaxTimestamp()
+	}
+}

@@ -1,0 +1,690 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/vfs"
+)
+
+// maxPartitions bounds a topic's partition count so a request cannot make
+// the broker allocate without limit.
+const maxPartitions = 1 << 16
+
+// defaultCheckpointInterval is log.flush.offset.checkpoint.interval.ms.
+const defaultCheckpointInterval = 60 * time.Second
+
+// TopicID is a topic's 16-byte UUID (KIP-516).
+type TopicID [16]byte
+
+// Topic is an immutable snapshot of one topic.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Config     LogConfig
+	Overrides  map[string]string // the topic-level configs as given
+	Internal   bool              // __consumer_offsets, __transaction_state
+	Partitions []*Log            // index = partition number
+}
+
+// Offsets are a partition's offsets at one instant.
+type Offsets struct {
+	LogStartOffset   int64
+	HighWatermark    int64
+	LastStableOffset int64
+	LogEndOffset     int64
+}
+
+// AppendResult is what Produce answers for an appended batch.
+type AppendResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// ReadResult is the answer to a Read.
+type ReadResult struct {
+	// Records are whole batches, as stored, starting with the batch that
+	// contains the requested offset. May be empty.
+	Records []byte
+	Offsets
+}
+
+// Store is the broker's storage: topic catalog plus one Log per partition.
+//
+// Lock order: Store.catalogMu, then Store.mu, then a Log's locks.
+type Store struct {
+	cfg    Config
+	fs     vfs.FS
+	clock  clock.Clock
+	logger zerolog.Logger
+	lock   io.Closer
+	meta   metaProperties
+
+	catalogMu sync.Mutex   // serializes topic creation and deletion
+	mu        sync.RWMutex // guards topics, byID, closed
+	topics    map[string]*Topic
+	byID      map[TopicID]*Topic
+	closed    bool
+
+	recoveryBytes atomic.Int64 // .log bytes read by recovery since Open
+
+	bg     sync.WaitGroup // background goroutines: flushes, removals
+	stop   chan struct{}
+	loopWG sync.WaitGroup
+}
+
+// Open opens (creating if needed) the data dir, takes its lock, loads the
+// catalog and recovers every log.
+func Open(cfg Config) (*Store, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("partition: no data dir (log.dirs)")
+	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS{}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.RecoveryCheckpointInterval <= 0 {
+		cfg.RecoveryCheckpointInterval = defaultCheckpointInterval
+	}
+	cfg.Defaults = cfg.Defaults.withDefaults()
+	s := &Store{
+		cfg:    cfg,
+		fs:     cfg.FS,
+		clock:  cfg.Clock,
+		logger: cfg.Logger,
+		topics: map[string]*Topic{},
+		byID:   map[TopicID]*Topic{},
+		stop:   make(chan struct{}),
+	}
+	if err := s.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partition: creating data dir: %w", err)
+	}
+	lock, err := s.fs.Lock(filepath.Join(cfg.Dir, lockFile))
+	if err != nil {
+		return nil, fmt.Errorf("partition: data dir %s is in use by another process: %w", cfg.Dir, err)
+	}
+	s.lock = lock
+	if err := s.load(); err != nil {
+		s.closeLogs()
+		lock.Close()
+		return nil, err
+	}
+	s.loopWG.Add(1)
+	go s.checkpointLoop()
+	return s, nil
+}
+
+// load reads meta.properties, the checkpoints and the catalog, and opens
+// every log.
+func (s *Store) load() error {
+	if err := s.loadMetaProperties(); err != nil {
+		return err
+	}
+	_, err := s.fs.Stat(filepath.Join(s.cfg.Dir, cleanShutdownFile))
+	clean := err == nil
+	recoveryPoints := s.readOffsetCheckpoint(recoveryPointFile)
+	logStarts := s.readOffsetCheckpoint(logStartOffsetFile)
+
+	var topics []catalogTopicJSON
+	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, catalogFile), maxCheckpointFileBytes)
+	switch {
+	case err == nil:
+		if topics, err = decodeCatalog(data); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	start := s.clock.Now()
+	known := map[string]bool{}
+	for _, ct := range topics {
+		id, _ := ParseTopicID(ct.ID)
+		conf, err := ResolveLogConfig(s.cfg.Defaults, ct.Configs)
+		if err != nil {
+			return fmt.Errorf("partition: catalog topic %q: %w", ct.Name, err)
+		}
+		t := &Topic{Name: ct.Name, ID: id, Config: conf, Overrides: ct.Configs, Internal: IsInternalTopic(ct.Name)}
+		if t.Overrides == nil {
+			t.Overrides = map[string]string{}
+		}
+		for p := int32(0); p < ct.Partitions; p++ {
+			tp := topicPartition{ct.Name, p}
+			known[partitionDirName(ct.Name, p)] = true
+			rp, ok := recoveryPoints[tp]
+			if !ok {
+				rp = -1
+			}
+			ls, ok := logStarts[tp]
+			if !ok {
+				ls = -1
+			}
+			l, err := s.openLog(logParams{topic: ct.Name, partition: p, id: id, cfg: conf, recoveryPoint: rp, logStart: ls, clean: clean})
+			if err != nil {
+				s.topics[t.Name] = t
+				return fmt.Errorf("partition: opening %s-%d: %w", ct.Name, p, err)
+			}
+			t.Partitions = append(t.Partitions, l)
+		}
+		s.topics[t.Name] = t
+		s.byID[t.ID] = t
+	}
+	if err := s.sweepDataDir(known); err != nil {
+		return err
+	}
+	// From here on a crash is unclean.
+	if clean {
+		if err := s.fs.Remove(filepath.Join(s.cfg.Dir, cleanShutdownFile)); err != nil {
+			return err
+		}
+		if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
+			return err
+		}
+	}
+	s.logger.Info().Bool("clean_shutdown", clean).Int("topics", len(s.topics)).
+		Int64("recovery_bytes_read", s.recoveryBytes.Load()).Dur("took", s.clock.Now().Sub(start)).Msg("storage loaded")
+	return nil
+}
+
+// sweepDataDir removes directories of deleted topics left by a crash and
+// sets aside partition directories the catalog does not know, as Kafka
+// does with stray logs.
+func (s *Store) sweepDataDir(known map[string]bool) error {
+	entries, err := s.fs.ReadDir(s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || known[name] {
+			continue
+		}
+		path := filepath.Join(s.cfg.Dir, name)
+		switch {
+		case strings.HasSuffix(name, "-delete"):
+			s.removeAsync(path)
+		case strings.HasSuffix(name, "-stray"):
+		case looksLikePartitionDir(name):
+			stray := fmt.Sprintf("%s.%s-stray", path, newUUID().hex())
+			s.logger.Warn().Str("dir", name).Msg("setting aside partition directory of a topic not in the catalog")
+			if err := s.fs.Rename(path, stray); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func looksLikePartitionDir(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return ValidateTopicName(name[:i]) == nil
+}
+
+func (s *Store) loadMetaProperties() error {
+	name := filepath.Join(s.cfg.Dir, metaPropertiesFile)
+	data, err := readFile(s.fs, name, 64<<10)
+	if err == nil {
+		m, err := decodeMetaProperties(data)
+		if err != nil {
+			return err
+		}
+		if m.NodeID != s.cfg.NodeID {
+			return fmt.Errorf("partition: %s has node.id=%d but the configured node.id is %d", name, m.NodeID, s.cfg.NodeID)
+		}
+		s.meta = m
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	s.meta = metaProperties{ClusterID: newUUID().String(), NodeID: s.cfg.NodeID, DirectoryID: newUUID()}
+	now := s.clock.Now().UTC().Format("Mon Jan 02 15:04:05 MST 2006")
+	return writeFileAtomic(s.fs, name, encodeMetaProperties(s.meta, now))
+}
+
+// readOffsetCheckpoint reads a data-dir checkpoint; a missing or broken one
+// means recovering everything, which is safe.
+func (s *Store) readOffsetCheckpoint(file string) map[topicPartition]int64 {
+	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, file), maxCheckpointFileBytes)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.logger.Warn().Err(err).Str("file", file).Msg("cannot read checkpoint")
+		}
+		return nil
+	}
+	m, err := decodeOffsetCheckpoint(data)
+	if err != nil {
+		s.logger.Warn().Err(err).Str("file", file).Msg("ignoring malformed checkpoint")
+		return nil
+	}
+	return m
+}
+
+// ClusterID is the cluster.id from meta.properties.
+func (s *Store) ClusterID() string { return s.meta.ClusterID }
+
+// DirectoryID is the directory.id from meta.properties.
+func (s *Store) DirectoryID() TopicID { return s.meta.DirectoryID }
+
+// RecoveryBytesRead is how many .log bytes recovery read since Open: zero
+// after a clean shutdown.
+func (s *Store) RecoveryBytesRead() int64 { return s.recoveryBytes.Load() }
+
+// CreateTopic creates a topic with n partitions (n <= 0: broker default
+// num.partitions is the caller's job, Store takes n >= 1) and the given
+// topic-level overrides. With validateOnly nothing is written.
+func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, validateOnly bool) (*Topic, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, withDetail(ErrInvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+	}
+	if n > maxPartitions {
+		return nil, withDetail(ErrInvalidPartitions, fmt.Sprintf("Number of partitions %d is larger than the maximum of %d.", n, maxPartitions))
+	}
+	conf, err := ResolveLogConfig(s.cfg.Defaults, overrides)
+	if err != nil {
+		return nil, err
+	}
+	ov := make(map[string]string, len(overrides))
+	for k, v := range overrides {
+		ov[k] = v
+	}
+
+	s.catalogMu.Lock()
+	defer s.catalogMu.Unlock()
+	s.mu.RLock()
+	closed := s.closed
+	_, exists := s.topics[name]
+	collision := ""
+	if !exists {
+		norm := strings.ReplaceAll(name, ".", "_")
+		for other := range s.topics {
+			if strings.ReplaceAll(other, ".", "_") == norm {
+				collision = other
+				break
+			}
+		}
+	}
+	s.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case exists:
+		return nil, withDetail(ErrTopicExists, fmt.Sprintf("Topic '%s' already exists.", name))
+	case collision != "":
+		return nil, withDetail(ErrInvalidTopic, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, collision))
+	}
+	t := &Topic{Name: name, ID: newUUID(), Config: conf, Overrides: ov, Internal: IsInternalTopic(name)}
+	if validateOnly {
+		return t, nil
+	}
+	for p := int32(0); p < n; p++ {
+		l, err := s.openLog(logParams{topic: name, partition: p, id: t.ID, cfg: conf, recoveryPoint: -1, logStart: -1, create: true})
+		if err != nil {
+			s.discardLogs(t, p)
+			return nil, fmt.Errorf("%w: creating %s-%d: %v", ErrStorage, name, p, err)
+		}
+		t.Partitions = append(t.Partitions, l)
+	}
+	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
+		s.discardLogs(t, n)
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	s.mu.Lock()
+	next := make(map[string]*Topic, len(s.topics)+1)
+	for k, v := range s.topics {
+		next[k] = v
+	}
+	next[name] = t
+	s.mu.Unlock()
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
+		s.discardLogs(t, n)
+		return nil, fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
+	}
+	s.mu.Lock()
+	s.topics[name] = t
+	s.byID[t.ID] = t
+	s.mu.Unlock()
+	s.logger.Info().Str("topic", name).Str("topic_id", t.ID.String()).Int32("partitions", n).Msg("topic created")
+	return t, nil
+}
+
+// discardLogs undoes a failed creation: closes and removes the first n
+// partitions of t.
+func (s *Store) discardLogs(t *Topic, n int32) {
+	for p := int32(0); p < n && int(p) < len(t.Partitions); p++ {
+		t.Partitions[p].close(true)
+	}
+	for p := int32(0); p < n; p++ {
+		s.fs.RemoveAll(filepath.Join(s.cfg.Dir, partitionDirName(t.Name, p)))
+	}
+}
+
+// DeleteTopic deletes a topic and its partition directories: the catalog
+// forgets it first, then each directory is renamed to Kafka's
+// "<topic>-<p>.<uuid>-delete" and removed in the background. Its logs are
+// closed and their waiters woken.
+func (s *Store) DeleteTopic(name string) error {
+	s.catalogMu.Lock()
+	defer s.catalogMu.Unlock()
+	s.mu.RLock()
+	t, ok := s.topics[name]
+	closed := s.closed
+	next := make(map[string]*Topic, len(s.topics))
+	for k, v := range s.topics {
+		if k != name {
+			next[k] = v
+		}
+	}
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if !ok {
+		return withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
+		return fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
+	}
+	s.mu.Lock()
+	delete(s.topics, name)
+	delete(s.byID, t.ID)
+	s.mu.Unlock()
+	var firstErr error
+	for _, l := range t.Partitions {
+		l.close(true)
+		del := fmt.Sprintf("%s.%s-delete", l.dir, newUUID().hex())
+		if err := s.fs.Rename(l.dir, del); err != nil {
+			// The catalog no longer has the topic: the next start sets the
+			// directory aside as stray.
+			s.logger.Error().Err(err).Str("dir", l.dir).Msg("cannot rename deleted partition directory")
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		s.removeAsync(del)
+	}
+	if err := s.fs.SyncDir(s.cfg.Dir); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	s.logger.Info().Str("topic", name).Msg("topic deleted")
+	if firstErr != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, firstErr)
+	}
+	return nil
+}
+
+// removeAsync removes a directory in the background.
+func (s *Store) removeAsync(path string) {
+	s.goBackground(func() {
+		if err := s.fs.RemoveAll(path); err != nil {
+			s.logger.Warn().Err(err).Str("dir", path).Msg("cannot remove deleted directory")
+		}
+	})
+}
+
+// goBackground runs f on a goroutine that Close waits for.
+func (s *Store) goBackground(f func()) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f()
+	}()
+}
+
+// Topic returns the named topic, or nil.
+func (s *Store) Topic(name string) *Topic {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.topics[name]
+}
+
+// TopicByID returns the topic with that id, or nil.
+func (s *Store) TopicByID(id TopicID) *Topic {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byID[id]
+}
+
+// Topics returns every topic, sorted by name.
+func (s *Store) Topics() []*Topic {
+	s.mu.RLock()
+	out := make([]*Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Log returns the log of one partition, or ErrUnknownTopic.
+func (s *Store) Log(topic string, partition int32) (*Log, error) {
+	t := s.Topic(topic)
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, ErrUnknownTopic
+	}
+	return t.Partitions[partition], nil
+}
+
+// checkpointLoop writes the recovery-point and log-start-offset
+// checkpoints every RecoveryCheckpointInterval, and flushes logs whose
+// flush.ms has passed (checked at the same interval).
+func (s *Store) checkpointLoop() {
+	defer s.loopWG.Done()
+	for {
+		t := s.clock.NewTimer(s.cfg.RecoveryCheckpointInterval)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		s.flushDue()
+		if err := s.WriteCheckpoints(); err != nil {
+			s.logger.Error().Err(err).Msg("cannot write offset checkpoints")
+		}
+	}
+}
+
+// flushDue fsyncs the logs whose flush.ms has passed since their last
+// flush.
+func (s *Store) flushDue() {
+	now := s.clock.Now().UnixMilli()
+	for _, t := range s.Topics() {
+		for _, l := range t.Partitions {
+			ms := l.cfg.Load().FlushMs
+			if ms == 1<<63-1 || now-l.lastFlushMs.Load() < ms || l.flushed.Load() >= l.leo.Load() {
+				continue
+			}
+			if err := l.Flush(); err != nil && !l.gone.Load() {
+				l.logger.Error().Err(err).Msg("flush.ms flush failed")
+			}
+		}
+	}
+}
+
+// WriteCheckpoints writes recovery-point-offset-checkpoint and
+// log-start-offset-checkpoint for every partition.
+func (s *Store) WriteCheckpoints() error {
+	rps := map[topicPartition]int64{}
+	starts := map[topicPartition]int64{}
+	for _, t := range s.Topics() {
+		for _, l := range t.Partitions {
+			if l.deleted.Load() {
+				continue
+			}
+			tp := topicPartition{l.topic, l.partition}
+			rps[tp] = l.flushed.Load()
+			starts[tp] = l.logStart.Load()
+		}
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, recoveryPointFile), encodeOffsetCheckpoint(rps)); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, logStartOffsetFile), encodeOffsetCheckpoint(starts))
+}
+
+// Close flushes, writes checkpoints and releases the lock. After a Close
+// without errors the next Open reads no segment data.
+func (s *Store) Close() error {
+	s.catalogMu.Lock()
+	defer s.catalogMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	s.loopWG.Wait()
+
+	clean := true
+	var firstErr error
+	for _, t := range s.Topics() {
+		for _, l := range t.Partitions {
+			if err := l.close(false); err != nil {
+				clean = false
+				if firstErr == nil {
+					firstErr = fmt.Errorf("partition: closing %s-%d: %w", l.topic, l.partition, err)
+				}
+			} else if !l.cleanlyClosed() {
+				clean = false
+			}
+		}
+	}
+	s.bg.Wait()
+	if err := s.WriteCheckpoints(); err != nil {
+		clean = false
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if clean {
+		// Kafka 3.9's clean-shutdown file (CleanShutdownFileHandler).
+		err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, cleanShutdownFile), []byte(`{"broker_epoch":"-1","version":"0"}`))
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if err := s.lock.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
+}
+
+// closeLogs closes every open log after a failed Open.
+func (s *Store) closeLogs() {
+	for _, t := range s.topics {
+		for _, l := range t.Partitions {
+			l.close(false)
+		}
+	}
+	s.bg.Wait()
+}
+
+// writeFileAtomic is the one way small metadata files are written.
+func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
+	return vfs.WriteFileAtomic(fsys, name, data)
+}
+
+// readFile reads a whole small file, refusing one larger than limit.
+func readFile(fsys vfs.FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("partition: %s is %d bytes, more than %d", name, st.Size(), limit)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// AlterTopicConfig replaces a topic's overrides (the whole set: callers
+// implementing IncrementalAlterConfigs compute it from Topic.Overrides),
+// validating them as CreateTopic does. With validateOnly nothing changes.
+// The new configuration applies to the next append; segment.index.bytes
+// applies to new segments.
+func (s *Store) AlterTopicConfig(name string, overrides map[string]string, validateOnly bool) (*Topic, error) {
+	conf, err := ResolveLogConfig(s.cfg.Defaults, overrides)
+	if err != nil {
+		return nil, err
+	}
+	s.catalogMu.Lock()
+	defer s.catalogMu.Unlock()
+	s.mu.RLock()
+	old, ok := s.topics[name]
+	closed := s.closed
+	s.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !ok:
+		return nil, withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
+	}
+	ov := make(map[string]string, len(overrides))
+	for k, v := range overrides {
+		ov[k] = v
+	}
+	t := &Topic{Name: old.Name, ID: old.ID, Config: conf, Overrides: ov, Internal: old.Internal, Partitions: old.Partitions}
+	if validateOnly {
+		return t, nil
+	}
+	s.mu.RLock()
+	next := make(map[string]*Topic, len(s.topics))
+	for k, v := range s.topics {
+		next[k] = v
+	}
+	s.mu.RUnlock()
+	next[name] = t
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
+		return nil, fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
+	}
+	for _, l := range t.Partitions {
+		c := conf
+		l.cfg.Store(&c)
+	}
+	s.mu.Lock()
+	s.topics[name] = t
+	s.byID[t.ID] = t
+	s.mu.Unlock()
+	return t, nil
+}
+
+// Defaults is the broker-level topic config defaults in effect.
+func (s *Store) Defaults() LogConfig { return s.cfg.Defaults }

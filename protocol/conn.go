@@ -1,0 +1,382 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+// Framing errors. Each closes the connection it happened on.
+var (
+	errFrameSize     = errors.New("protocol: request size out of range")
+	errHeader        = errors.New("protocol: malformed request header")
+	errUnknownAPI    = errors.New("protocol: unknown api key")
+	errUnsupportedV  = errors.New("protocol: unsupported api version")
+	errBody          = errors.New("protocol: malformed request body")
+	errHandlerPanic  = errors.New("protocol: handler panicked")
+	errResponseVer   = errors.New("protocol: handler answered at the wrong version")
+	errResponseKind  = errors.New("protocol: handler answered with another api's response")
+	errNoResponseAck = errors.New("protocol: handler sent no response to a request that expects one")
+)
+
+// readChunk is how much of a frame is allocated before its bytes arrive:
+// a client announcing 100 MiB and sending 10 bytes costs this much, not
+// 100 MiB. Larger frames grow by doubling as their bytes come in. It is
+// the producer's default max.request.size, so a typical produce request
+// is read into one allocation.
+const readChunk = 1 << 20
+
+// conn is one client connection.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	remote net.Addr
+	log    zerolog.Logger
+	ctx    context.Context // cancelled when the connection ends or the server closes
+	cancel context.CancelFunc
+	// frames carries request frames from the reader to the handler
+	// goroutine; unbuffered, so the reader is at most one frame ahead.
+	frames chan []byte
+	wbuf   []byte // response buffer, reused between responses
+}
+
+// startConn registers nc and starts its goroutines; false if the server is
+// closing.
+func (s *Server) startConn(nc net.Conn) bool {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		remote: nc.RemoteAddr(),
+		ctx:    ctx,
+		cancel: cancel,
+		frames: make(chan []byte),
+	}
+	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		cancel()
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.goroutineLocked(c.readLoop)
+	s.goroutineLocked(c.serveLoop)
+	return true
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// close ends the connection; safe to call more than once.
+func (c *conn) close() {
+	c.cancel()
+	c.nc.Close()
+}
+
+// readLoop reads frames and hands them to serveLoop. After handing one
+// off it blocks reading the next size prefix, which is how a peer closing
+// the connection while a request is in flight is noticed.
+func (c *conn) readLoop() {
+	defer close(c.frames)
+	defer c.cancel()
+	br := bufio.NewReaderSize(c.nc, 16<<10)
+	for {
+		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
+		if err != nil {
+			if errors.Is(err, errFrameSize) {
+				c.log.Info().Err(err).Msg("closing connection")
+				c.nc.Close()
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+				c.log.Debug().Err(err).Msg("connection read ended")
+			}
+			return
+		}
+		select {
+		case c.frames <- frame:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// readFrame reads one size-prefixed frame. The size is checked before
+// anything is allocated, and the body buffer grows as bytes arrive.
+func readFrame(r io.Reader, max int32) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 || n > max {
+		return nil, fmt.Errorf("%w: %d (max %d)", errFrameSize, n, max)
+	}
+	buf := make([]byte, 0, min(int(n), readChunk))
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), int(n)))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if len(buf) < int(n) {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return nil, err
+			}
+		}
+	}
+	return buf, nil
+}
+
+// serveLoop handles requests one at a time, in order, writing each
+// response before taking the next request.
+func (c *conn) serveLoop() {
+	defer func() {
+		c.close()
+		// Let the reader finish: it exits on the closed socket.
+		for range c.frames {
+		}
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+	}()
+	for frame := range c.frames {
+		if err := c.serveRecovered(frame); err != nil {
+			if c.ctx.Err() == nil {
+				c.log.Info().Err(err).Msg("closing connection")
+			}
+			return
+		}
+	}
+}
+
+// header is a parsed request header (v1 or v2; v0 is only for
+// ControlledShutdown v0, which no client sends us).
+type header struct {
+	key, version int16
+	correlation  int32
+	clientID     *string
+	size         int // bytes of header, the body follows
+}
+
+// parseHeader parses key, version, correlation id and client id. The tag
+// section of a v2 header is skipped by skipTags once flexibility is known.
+func parseHeader(b []byte) (header, error) {
+	var h header
+	if len(b) < 10 {
+		return h, errHeader
+	}
+	h.key = int16(binary.BigEndian.Uint16(b[0:]))
+	h.version = int16(binary.BigEndian.Uint16(b[2:]))
+	h.correlation = int32(binary.BigEndian.Uint32(b[4:]))
+	n := int(int16(binary.BigEndian.Uint16(b[8:])))
+	h.size = 10
+	switch {
+	case n == -1:
+	case n < -1 || 10+n > len(b):
+		return h, errHeader
+	default:
+		id := string(b[10 : 10+n])
+		h.clientID = &id
+		h.size += n
+	}
+	return h, nil
+}
+
+// skipTags skips a tagged-field section at the start of b and returns how
+// many bytes it took.
+func skipTags(b []byte) (int, error) {
+	off := 0
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return 0, errHeader
+	}
+	off += n
+	for range count {
+		_, n = binary.Uvarint(b[off:])
+		if n <= 0 {
+			return 0, errHeader
+		}
+		off += n
+		size, n := binary.Uvarint(b[off:])
+		if n <= 0 || size > uint64(len(b)-off-n) {
+			return 0, errHeader
+		}
+		off += n + int(size)
+	}
+	return off, nil
+}
+
+// errAPIVersionsFallback marks an ApiVersions request above our versions,
+// answered with apiVersionsUnsupported rather than by closing.
+var errAPIVersionsFallback = errors.New("protocol: ApiVersions version above ours")
+
+// decodeRequest parses a frame's header and body against the routing table.
+// It never panics on any input (FuzzRequestFrame).
+func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request, error) {
+	h, err := parseHeader(frame)
+	if err != nil {
+		return h, api{}, nil, err
+	}
+	a, ok := table[h.key]
+	if !ok {
+		return h, a, nil, fmt.Errorf("%w: %d", errUnknownAPI, h.key)
+	}
+	if h.version < a.min || h.version > a.max {
+		if h.key == apiVersionsKey && h.version > a.max {
+			return h, a, nil, errAPIVersionsFallback
+		}
+		return h, a, nil, fmt.Errorf("%w: key %d version %d (serving %d-%d)", errUnsupportedV, h.key, h.version, a.min, a.max)
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return h, a, nil, fmt.Errorf("%w: %d", errUnknownAPI, h.key)
+	}
+	req.SetVersion(h.version)
+	body := frame[h.size:]
+	if req.IsFlexible() {
+		n, err := skipTags(body)
+		if err != nil {
+			return h, a, nil, err
+		}
+		body = body[n:]
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return h, a, nil, fmt.Errorf("%w: key %d version %d: %v", errBody, h.key, h.version, err)
+	}
+	return h, a, req, nil
+}
+
+// serveRecovered is serve with any panic outside a handler (decoding,
+// encoding) turned into an error that closes only this connection; call
+// recovers handler panics itself, with the request in the log.
+func (c *conn) serveRecovered(frame []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error().Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).
+				Msg("panic serving a request; closing connection")
+			err = errHandlerPanic
+		}
+	}()
+	return c.serve(frame)
+}
+
+// serve decodes one frame, runs its handler and writes the response. A
+// returned error closes the connection.
+func (c *conn) serve(frame []byte) error {
+	h, a, req, err := decodeRequest(c.s.table, frame)
+	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {
+		cid := ""
+		if h.clientID != nil {
+			cid = *h.clientID
+		}
+		lg.Int16("api_key", h.key).Int16("api_version", h.version).
+			Int32("correlation_id", h.correlation).Str("client_id", cid).
+			Msg("request")
+	}
+	if errors.Is(err, errAPIVersionsFallback) {
+		// KIP-511: answer a too-new ApiVersions with a v0 body naming
+		// the versions we do serve, so the client retries with one.
+		return c.write(h, apiVersionsUnsupported(a))
+	}
+	if err != nil {
+		return err
+	}
+
+	r := &Request{
+		Ctx:           c.ctx,
+		Version:       h.version,
+		CorrelationID: h.correlation,
+		ClientID:      h.clientID,
+		Remote:        c.remote,
+		Body:          req,
+	}
+	resp, err := c.call(a, r)
+	if err != nil {
+		return err
+	}
+	if resp == nil {
+		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: key %d", errNoResponseAck, h.key)
+	}
+	if resp.Key() != h.key {
+		return fmt.Errorf("%w: key %d answered with key %d", errResponseKind, h.key, resp.Key())
+	}
+	if resp.GetVersion() != h.version {
+		return fmt.Errorf("%w: key %d version %d answered at %d", errResponseVer, h.key, h.version, resp.GetVersion())
+	}
+	return c.write(h, resp)
+}
+
+// call runs the handler, turning a panic into an error that closes only
+// this connection.
+func (c *conn) call(a api, r *Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			cid := ""
+			if r.ClientID != nil {
+				cid = *r.ClientID
+			}
+			c.log.Error().Int16("api_key", a.key).Int16("api_version", r.Version).
+				Int32("correlation_id", r.CorrelationID).Str("client_id", cid).
+				Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).
+				Msg("handler panicked; closing connection")
+			resp, err = nil, errHandlerPanic
+		}
+	}()
+	return a.handle(c.s, r)
+}
+
+// write encodes resp with its response header and writes it. The
+// ApiVersions response header is always v0 (no tag byte), even when the
+// body is flexible, so that a client can parse it before it knows our
+// versions.
+func (c *conn) write(h header, resp kmsg.Response) error {
+	b := c.wbuf[:0]
+	b = append(b, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(h.correlation))
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		b = append(b, 0)
+	}
+	b = resp.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	_, err := c.nc.Write(b)
+	if cap(b) <= 1<<20 {
+		c.wbuf = b[:0]
+	} else {
+		c.wbuf = nil // do not pin a large fetch response
+	}
+	return err
+}
+
+// apiVersionsUnsupported is Kafka's answer to an ApiVersions request of a
+// version above ours: a v0 body with UNSUPPORTED_VERSION and our
+// ApiVersions range.
+func apiVersionsUnsupported(a api) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: a.advertisedMin, MaxVersion: a.max}}
+	return resp
+}

@@ -1,0 +1,242 @@
+package protocol
+
+// Metadata: v0-13
+//
+// Behavior:
+//   - One broker (ourselves) leads every partition, with replicas and ISR
+//     [node.id], no offline replicas, and the log's leader epoch; the
+//     controller id is our node id.
+//   - Topics null (v1+) or empty (v0) means every topic; an empty list at
+//     v1+ means none. Requested names are answered once each (Kafka's set).
+//   - A missing topic is created when auto.create.topics.enable and the
+//     request allows it (AllowAutoTopicCreation, a v4 field; below v4 the
+//     schema default, true, applies, as Kafka reads it), with num.partitions
+//     partitions. Deliberate difference: Kafka in KRaft mode answers the
+//     first request UNKNOWN_TOPIC_OR_PARTITION while the controller creates
+//     the topic; ours is created synchronously, so the answer carries the
+//     topic at once (a client retrying on that retriable error sees no
+//     difference except one round trip fewer). Internal topic names are not
+//     auto-created here: the coordinators create them with their own
+//     settings.
+//   - Names Kafka cannot create get INVALID_TOPIC_EXCEPTION, missing topics
+//     otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//   - v12+: topics may be named by id; unknown ids get UNKNOWN_TOPIC_ID with a
+//     null name. Below v12 a null name or a non-zero id makes every topic
+//     INVALID_REQUEST (Kafka's error response for InvalidRequestException).
+//   - Authorized operations (v8+), when asked for, are every operation of
+//     the resource, as Kafka answers without an authorizer.
+//
+// Version notes:
+//   - v1: rack, controller id, is_internal; null topics = all
+//   - v2: cluster id
+//   - v3: throttle
+//   - v4: AllowAutoTopicCreation
+//   - v5: offline replicas
+//   - v7: leader epoch
+//   - v8: authorized operations (cluster ones only through v10)
+//   - v9: flexible
+//   - v10: topic ids in the response
+//   - v12: topics by id in the request, nullable topic name
+//   - v13: top-level error code
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/partition"
+)
+
+func init() { register(3, 0, 13, handleMetadata) }
+
+// Kafka's AclOperation codes, for the authorized-operations bit fields.
+const (
+	aclRead            = 3
+	aclWrite           = 4
+	aclCreate          = 5
+	aclDelete          = 6
+	aclAlter           = 7
+	aclDescribe        = 8
+	aclClusterAction   = 9
+	aclDescribeConfigs = 10
+	aclAlterConfigs    = 11
+	aclIdempotentWrite = 12
+)
+
+// topicAuthorizedOperations is every operation AclEntry supports on a topic;
+// clusterAuthorizedOperations likewise on the cluster.
+var (
+	topicAuthorizedOperations = bits(aclRead, aclWrite, aclCreate, aclDelete, aclAlter,
+		aclDescribe, aclDescribeConfigs, aclAlterConfigs)
+	clusterAuthorizedOperations = bits(aclCreate, aclClusterAction, aclDescribeConfigs,
+		aclAlterConfigs, aclIdempotentWrite, aclAlter, aclDescribe)
+)
+
+func bits(ops ...int) int32 {
+	var b int32
+	for _, o := range ops {
+		b |= 1 << o
+	}
+	return b
+}
+
+// authorizedOperationsUnset is the schema default, sent when not asked.
+const authorizedOperationsUnset = -2147483648
+
+func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+
+	allTopics := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
+	var byID bool
+	if !allTopics {
+		for _, t := range req.Topics {
+			if r.Version < 12 && (t.Topic == nil || t.TopicID != ([16]byte{})) {
+				// Kafka throws InvalidRequestException, answered by
+				// MetadataRequest.getErrorResponse.
+				return metadataErrorResponse(req, resp, kerr.InvalidRequest.Code), nil
+			}
+			if t.TopicID != ([16]byte{}) {
+				byID = true
+			}
+		}
+	}
+
+	resp.Brokers = []kmsg.MetadataResponseBroker{{
+		NodeID: s.cfg.NodeID,
+		Host:   s.cfg.AdvertisedHost,
+		Port:   s.cfg.AdvertisedPort,
+		Rack:   s.cfg.Rack,
+	}}
+	clusterID := s.store.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = s.cfg.NodeID
+
+	switch {
+	case allTopics:
+		for _, t := range s.store.Topics() {
+			resp.Topics = append(resp.Topics, s.metadataTopic(t))
+		}
+	case byID:
+		// Kafka uses the ids when any is set, answering unknown ids first.
+		seen := make(map[[16]byte]bool)
+		var known []*partition.Topic
+		for _, rt := range req.Topics {
+			if rt.TopicID == ([16]byte{}) || seen[rt.TopicID] {
+				continue
+			}
+			seen[rt.TopicID] = true
+			if t := s.store.TopicByID(partition.TopicID(rt.TopicID)); t != nil {
+				known = append(known, t)
+			} else {
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
+					ErrorCode:            kerr.UnknownTopicID.Code,
+					TopicID:              rt.TopicID,
+					AuthorizedOperations: authorizedOperationsUnset,
+				})
+			}
+		}
+		for _, t := range known {
+			resp.Topics = append(resp.Topics, s.metadataTopic(t))
+		}
+	default:
+		autoCreate := s.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation)
+		seen := make(map[string]bool)
+		for _, rt := range req.Topics {
+			name := *rt.Topic
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			resp.Topics = append(resp.Topics, s.metadataNamedTopic(name, autoCreate))
+		}
+	}
+
+	if r.Version >= 8 {
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			// Kafka sets them on every named topic, missing ones too,
+			// but not on unknown topic ids.
+			if req.IncludeTopicAuthorizedOperations && t.Topic != nil {
+				t.AuthorizedOperations = topicAuthorizedOperations
+			}
+		}
+		if r.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+			resp.AuthorizedOperations = clusterAuthorizedOperations
+		}
+	}
+	return resp, nil
+}
+
+// metadataErrorResponse is Kafka's MetadataRequest.getErrorResponse: every
+// requested topic with code, a null name as "".
+func metadataErrorResponse(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse, code int16) *kmsg.MetadataResponse {
+	for _, t := range req.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
+			ErrorCode:            code,
+			Topic:                &name,
+			TopicID:              t.TopicID,
+			AuthorizedOperations: authorizedOperationsUnset,
+		})
+	}
+	return resp
+}
+
+// metadataNamedTopic answers one requested name, creating the topic if
+// allowed.
+func (s *Server) metadataNamedTopic(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+	if t := s.store.Topic(name); t != nil {
+		return s.metadataTopic(t)
+	}
+	missing := func(code int16) kmsg.MetadataResponseTopic {
+		n := name
+		return kmsg.MetadataResponseTopic{
+			ErrorCode:            code,
+			Topic:                &n,
+			IsInternal:           partition.IsInternalTopic(name),
+			AuthorizedOperations: authorizedOperationsUnset,
+		}
+	}
+	if err := partition.ValidateTopicName(name); err != nil {
+		return missing(kerr.InvalidTopicException.Code)
+	}
+	if !autoCreate || partition.IsInternalTopic(name) {
+		return missing(kerr.UnknownTopicOrPartition.Code)
+	}
+	t, err := s.store.CreateTopic(name, s.cfg.NumPartitions, nil, false)
+	if err != nil {
+		if t = s.store.Topic(name); t != nil { // created concurrently
+			return s.metadataTopic(t)
+		}
+		return missing(s.errorCode(err))
+	}
+	s.log.Debug().Str("topic", name).Int32("partitions", s.cfg.NumPartitions).Msg("auto-created topic")
+	return s.metadataTopic(t)
+}
+
+// metadataTopic describes an existing topic.
+func (s *Server) metadataTopic(t *partition.Topic) kmsg.MetadataResponseTopic {
+	name := t.Name
+	mt := kmsg.MetadataResponseTopic{
+		Topic:                &name,
+		TopicID:              t.ID,
+		IsInternal:           t.Internal,
+		AuthorizedOperations: authorizedOperationsUnset,
+		Partitions:           make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions)),
+	}
+	replicas := []int32{s.cfg.NodeID}
+	for i, l := range t.Partitions {
+		mt.Partitions = append(mt.Partitions, kmsg.MetadataResponseTopicPartition{
+			Partition:       int32(i),
+			Leader:          s.cfg.NodeID,
+			LeaderEpoch:     l.LeaderEpoch(),
+			Replicas:        replicas,
+			ISR:             replicas,
+			OfflineReplicas: []int32{},
+		})
+	}
+	return mt
+}

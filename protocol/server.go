@@ -1,0 +1,296 @@
+// Package protocol is kcompatd's network face: it accepts connections,
+// reads size-prefixed Kafka request frames, decodes request headers and
+// bodies with kmsg, dispatches each request to its API's handler (one file
+// per API, registered in registry.go), and writes the responses back in
+// request order.
+//
+// Connection model: each connection has a reader goroutine, which owns the
+// socket's read side, and a handler goroutine, which serves one request at a
+// time and writes its response before taking the next one, as Kafka does by
+// muting a channel while a request is in flight. The reader stays at most one
+// frame ahead of the handler, so a connection holds at most two request
+// frames; and while it waits for the handler it notices the peer closing
+// the connection (a read of the next size prefix fails) and cancels the
+// request context, so a long-polling Fetch ends early.
+//
+// What closes a connection (and only that connection): a frame size below 0
+// or above Config.MaxRequestBytes, a truncated frame, an unknown API key, a
+// version this server does not serve (except ApiVersions, which gets Kafka's
+// UNSUPPORTED_VERSION answer), a body that does not decode, a handler
+// returning a Go error, and a panic inside a handler (recovered and logged).
+package protocol
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/partition"
+)
+
+// Config is what the network face needs to know. Start from DefaultConfig:
+// its zero value is not Kafka's defaults (AutoCreateTopics is true there).
+type Config struct {
+	NodeID int32 // node.id
+	// AdvertisedHost and AdvertisedPort are returned in Metadata
+	// (advertised.listeners, else the listener's own address).
+	AdvertisedHost string
+	AdvertisedPort int32
+	// Rack is broker.rack, returned in Metadata v1+ (nil: none).
+	Rack *string
+	// MaxRequestBytes bounds a request frame (socket.request.max.bytes,
+	// default 104857600). Zero means the default.
+	MaxRequestBytes int32
+	// AutoCreateTopics is auto.create.topics.enable (default true).
+	AutoCreateTopics bool
+	// NumPartitions is num.partitions for auto-created topics and
+	// CreateTopics with -1 (default 1). Zero means the default.
+	NumPartitions int32
+	// DefaultReplicationFactor is default.replication.factor (default 1),
+	// reported for topics created with -1. Only 1 can be served by a single
+	// broker; zero means the default.
+	DefaultReplicationFactor int16
+	// DeleteTopicEnable is delete.topic.enable (default true).
+	DeleteTopicEnable bool
+	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs are the
+	// broker defaults log.message.timestamp.before.max.ms and
+	// after.max.ms (KIP-937), in ms: how far a CreateTime record's
+	// timestamp may lie before or after the broker's clock. Kafka 3.9's
+	// defaults are unbounded (math.MaxInt64, which zero also means here);
+	// Kafka 4.0 lowered after.max.ms to 1 hour (KIP-1030). Topic configs
+	// override them.
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
+	// MaxDecompressedBytes bounds the inflated size of one produced batch,
+	// in bytes; a batch inflating past it is refused with
+	// MESSAGE_TOO_LARGE. Kafka has no such bound (it inflates as a
+	// stream); ours caps the memory one request can make us allocate.
+	// Zero means DefaultMaxDecompressedBytes.
+	MaxDecompressedBytes int
+	// Versions caps the advertised and served versions at an older Kafka
+	// release (kversion.FromString("3.5")); nil serves everything
+	// implemented. An API the release lacks is neither advertised nor
+	// served.
+	Versions *kversion.Versions
+	Clock    clock.Clock // nil: clock.Real{}
+	Logger   zerolog.Logger
+}
+
+// Defaults for Config's zero fields.
+const (
+	DefaultMaxRequestBytes      = 100 << 20 // socket.request.max.bytes
+	DefaultMaxDecompressedBytes = 64 << 20
+)
+
+// DefaultConfig returns Kafka's defaults for the settings in Config.
+func DefaultConfig() Config {
+	return Config{
+		AdvertisedHost:           "localhost",
+		AdvertisedPort:           9092,
+		MaxRequestBytes:          DefaultMaxRequestBytes,
+		AutoCreateTopics:         true,
+		NumPartitions:            1,
+		DefaultReplicationFactor: 1,
+		DeleteTopicEnable:        true,
+		MaxDecompressedBytes:     DefaultMaxDecompressedBytes,
+
+		MessageTimestampBeforeMaxMs: math.MaxInt64,
+		MessageTimestampAfterMaxMs:  math.MaxInt64,
+	}
+}
+
+// Server serves the Kafka protocol over listeners it is given.
+type Server struct {
+	cfg           Config
+	store         *partition.Store
+	log           zerolog.Logger
+	clock         clock.Clock
+	fetchSessions *fetchSessions
+
+	// table is apis capped by cfg.Versions: what is advertised and served.
+	table map[int16]api
+
+	// ctx is cancelled by Close; every connection's context derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex // guards closed, listeners, conns
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+
+	// wg counts every goroutine the server starts (see goroutine), so
+	// Close can wait for all of them.
+	wg sync.WaitGroup
+}
+
+// NewServer returns a server over store.
+func NewServer(cfg Config, store *partition.Store) *Server {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor <= 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+	if cfg.MaxDecompressedBytes <= 0 {
+		cfg.MaxDecompressedBytes = DefaultMaxDecompressedBytes
+	}
+	if cfg.MessageTimestampBeforeMaxMs <= 0 {
+		cfg.MessageTimestampBeforeMaxMs = math.MaxInt64
+	}
+	if cfg.MessageTimestampAfterMaxMs <= 0 {
+		cfg.MessageTimestampAfterMaxMs = math.MaxInt64
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:       cfg,
+		store:     store,
+		log:       cfg.Logger,
+		clock:     cfg.Clock,
+		table:     servedVersions(cfg.Versions),
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+	s.fetchSessions = newFetchSessions(cfg)
+	return s
+}
+
+// servedVersions caps every registered API at the release vs (nil: no cap).
+// ApiVersions is kept even if vs lacks it, so a client can always learn
+// what is served.
+func servedVersions(vs *kversion.Versions) map[int16]api {
+	t := make(map[int16]api, len(apis))
+	for k, a := range apis {
+		if vs != nil {
+			max, ok := vs.LookupMaxKeyVersion(k)
+			if !ok && k == apiVersionsKey {
+				max, ok = 0, true
+			}
+			if !ok {
+				continue
+			}
+			if max < a.max {
+				a.max = max
+			}
+		}
+		if a.max < a.min {
+			continue
+		}
+		t[k] = a
+	}
+	return t
+}
+
+// Serve accepts connections on ln until Close; it returns nil after Close,
+// or the listener's error if it fails for good. Temporary accept errors
+// (too many open files) are retried with a backoff.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+
+	s.log.Info().Str("addr", ln.Addr().String()).Msg("listening")
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			if !isTemporary(err) {
+				s.log.Error().Err(err).Str("addr", ln.Addr().String()).Msg("accept failed; listener stopped")
+				return err
+			}
+			// Back off as net/http and NATS do, so a full file table
+			// does not spin the accept loop.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay *= 2; delay > time.Second {
+				delay = time.Second
+			}
+			s.log.Warn().Err(err).Dur("retry_in", delay).Msg("temporary accept error")
+			t := s.clock.NewTimer(delay)
+			select {
+			case <-t.C():
+			case <-s.ctx.Done():
+				t.Stop()
+				return nil
+			}
+			continue
+		}
+		delay = 0
+		if !s.startConn(nc) {
+			nc.Close()
+			return nil
+		}
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// goroutine runs f on a goroutine counted in s.wg. REQUIRES: s.mu held and
+// the server not closed, so that Close's Wait cannot miss it.
+func (s *Server) goroutineLocked(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// Close stops accepting, closes every connection, cancels in-flight
+// handlers and waits for all goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.log.Info().Msg("protocol server closed")
+	return nil
+}

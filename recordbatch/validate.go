@@ -1,0 +1,308 @@
+package recordbatch
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Origin says who wrote a batch, as Kafka's AppendOrigin does: batches from
+// producers get extra checks that the broker's own batches would fail.
+type Origin int8
+
+const (
+	// OriginClient is a batch from a Produce request (AppendOrigin.CLIENT):
+	// base offset 0, no control batches, at least one record, offset deltas
+	// exactly 0..n-1, and a base sequence when there is a producer id.
+	OriginClient Origin = iota
+	// OriginInternal is a batch the broker wrote itself or read back from
+	// its log: transaction markers (control batches), cleaned batches whose
+	// offset deltas have gaps, and the empty batches the cleaner keeps to
+	// preserve producer state.
+	OriginInternal
+)
+
+// Kafka's "none" values for the producer fields of a batch.
+const (
+	NoProducerID    int64 = -1
+	NoProducerEpoch int16 = -1
+	NoSequence      int32 = -1
+)
+
+// ValidateOptions bound what Validate accepts.
+type ValidateOptions struct {
+	// MaxDecompressed bounds the records of a compressed batch after
+	// decompression, in bytes; > 0. Kafka has no such bound (it inflates
+	// as a stream); choose it well above max.message.bytes times a
+	// typical compression ratio.
+	MaxDecompressed int
+	// Origin selects the rules; the zero value is OriginClient.
+	Origin Origin
+}
+
+// Summary is what Validate learned on the way, for the caller.
+type Summary struct {
+	// Records is the number of records (equal to the header's count).
+	Records int
+	// Codec is the batch's compression codec.
+	Codec Codec
+	// MaxTimestamp is the largest record timestamp (baseTimestamp +
+	// timestampDelta), or the header's maxTimestamp for a LogAppendTime
+	// batch; Kafka rewrites the header to this value for CreateTime.
+	// MinTimestamp is the smallest. Both are -1 when there are no records.
+	MaxTimestamp, MinTimestamp int64
+	// OffsetDeltaOfMaxTimestamp is the offset delta of the first record
+	// with MaxTimestamp (-1 when there are no records).
+	OffsetDeltaOfMaxTimestamp int32
+	// NullKeyIndex is the index of the first record with a null key, -1 if
+	// every record has a key (compacted topics require keys).
+	NullKeyIndex int
+	// RecordBytes is the size of the records section after decompression.
+	RecordBytes int
+}
+
+// bufPool holds decompression buffers for Validate, which only looks at
+// the records and can give the buffer back.
+var bufPool sync.Pool // *[]byte
+
+// maxPooledBuf keeps rare huge buffers out of the pool.
+const maxPooledBuf = 16 << 20
+
+// Validate fully checks one whole batch from an untrusted client, as Kafka's
+// produce path does for magic 2 (ProduceRequest.validateRecords,
+// UnifiedLog.analyzeAndValidateRecords, LogValidator, DefaultRecordBatch):
+// exact size (len(b) == Size()), magic, CRC, known codec, records that
+// decompress within the bound and parse with every length in bounds, a
+// record count equal to the records present with no bytes left over, and
+// offset deltas 0..n-1 in order with lastOffsetDelta n-1 (OriginClient) or
+// strictly increasing within lastOffsetDelta (OriginInternal).
+//
+// It does not check topic policy (max.message.bytes, keys on compacted
+// topics, timestamp bounds): Summary carries what those need.
+//
+// Deliberate differences from Kafka, all about input no client sends: Kafka
+// ignores bytes after the last whole batch and accepts negative key/value
+// lengths other than -1 as null, and for uncompressed batches it does not
+// check record offset deltas; we reject all of these.
+//
+// An uncompressed batch is walked in place without allocating.
+func Validate(b []byte, opts ValidateOptions) (Summary, error) {
+	h, err := checkBatch(b, opts.Origin)
+	if err != nil {
+		return Summary{}, err
+	}
+	s := Summary{Codec: h.Codec(), MaxTimestamp: -1, MinTimestamp: -1,
+		OffsetDeltaOfMaxTimestamp: -1, NullKeyIndex: -1}
+	data := b[HeaderSize:]
+	var pooled *[]byte
+	if s.Codec != None {
+		if opts.MaxDecompressed <= 0 {
+			return Summary{}, fmt.Errorf("%w: MaxDecompressed must be > 0", ErrTooLarge)
+		}
+		pooled, _ = bufPool.Get().(*[]byte)
+		if pooled == nil {
+			pooled = new([]byte)
+		}
+		data, err = decompress(s.Codec, *pooled, data, opts.MaxDecompressed)
+		if err != nil {
+			bufPool.Put(pooled)
+			return Summary{}, err
+		}
+		if cap(data) <= maxPooledBuf {
+			*pooled = data[:0]
+		}
+		defer bufPool.Put(pooled)
+	}
+	s.RecordBytes = len(data)
+
+	logAppend := h.LogAppendTime()
+	base := h.BaseTimestamp()
+	w, err := newRecordWalker(h, data, opts.Origin, false)
+	if err != nil {
+		return Summary{}, err
+	}
+	var r Record
+	for i := 0; ; i++ {
+		ok, err := w.next(&r)
+		if err != nil {
+			return Summary{}, err
+		}
+		if !ok {
+			break
+		}
+		if r.Key == nil && s.NullKeyIndex < 0 {
+			s.NullKeyIndex = i
+		}
+		ts := base + r.TimestampDelta
+		if logAppend {
+			ts = h.MaxTimestamp()
+		}
+		if i == 0 || ts > s.MaxTimestamp {
+			s.MaxTimestamp, s.OffsetDeltaOfMaxTimestamp = ts, r.OffsetDelta
+		}
+		if i == 0 || ts < s.MinTimestamp {
+			s.MinTimestamp = ts
+		}
+	}
+	s.Records = int(h.RecordCount())
+	return s, nil
+}
+
+// checkBatch checks everything about b that needs no decompression, in
+// Kafka's order: framing and magic, base offset (clients), CRC, codec, the
+// batch-level rules for the origin.
+func checkBatch(b []byte, origin Origin) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		if err == ErrBadMagic {
+			return nil, fmt.Errorf("%w: %d", ErrBadMagic, int8(b[offMagic]))
+		}
+		return nil, err
+	}
+	if n := h.Size(); len(b) != n {
+		if len(b) < n {
+			return nil, fmt.Errorf("%w: batch of %d bytes, have %d", ErrTruncated, n, len(b))
+		}
+		return nil, fmt.Errorf("%w: batch of %d bytes followed by %d more", ErrBadLength, n, len(b)-n)
+	}
+	if origin == OriginClient && h.BaseOffset() != 0 {
+		return nil, fmt.Errorf("%w: base offset %d from a producer, want 0", ErrInvalidBatch, h.BaseOffset())
+	}
+	if err := h.CheckCRC(); err != nil {
+		return nil, err
+	}
+	if c := h.Codec(); c > Zstd {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownCodec, c)
+	}
+	count, last := h.RecordCount(), h.LastOffsetDelta()
+	if origin == OriginClient {
+		switch {
+		case last < 0 || last == math.MaxInt32:
+			return nil, fmt.Errorf("%w: offset range of %d records", ErrInvalidBatch, int64(last)+1)
+		case count <= 0:
+			return nil, fmt.Errorf("%w: record count %d", ErrInvalidBatch, count)
+		case int64(last)+1 != int64(count):
+			return nil, fmt.Errorf("%w: offset range of %d records but count %d", ErrInvalidBatch, int64(last)+1, count)
+		case h.Control():
+			return nil, fmt.Errorf("%w: control batch from a producer", ErrInvalidBatch)
+		case h.ProducerID() >= 0 && h.BaseSequence() < 0:
+			return nil, fmt.Errorf("%w: producer id %d with base sequence %d", ErrInvalidBatch, h.ProducerID(), h.BaseSequence())
+		}
+	} else if count < 0 {
+		return nil, fmt.Errorf("%w: record count %d", ErrCorruptRecords, count)
+	}
+	return h, nil
+}
+
+// recordWalker parses the h.RecordCount() records of data one by one,
+// checking the offset deltas against the origin's rules, and at the end
+// that nothing is left over. It is a struct with a next method, not a
+// callback, so the record can live on the caller's stack.
+type recordWalker struct {
+	data        []byte
+	p, i, count int
+	origin      Origin
+	last        int32
+	prev        int64
+	keepHeaders bool
+}
+
+func newRecordWalker(h Header, data []byte, origin Origin, keepHeaders bool) (recordWalker, error) {
+	count := int(h.RecordCount())
+	if count < 0 || count > len(data)/minRecordSize {
+		return recordWalker{}, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrCorruptRecords, count, len(data))
+	}
+	return recordWalker{data: data, count: count, origin: origin, last: h.LastOffsetDelta(),
+		prev: -1, keepHeaders: keepHeaders}, nil
+}
+
+// next parses the next record into r; false with a nil error at the end.
+func (w *recordWalker) next(r *Record) (bool, error) {
+	if w.i == w.count {
+		if w.p != len(w.data) {
+			return false, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptRecords, len(w.data)-w.p, w.count)
+		}
+		if w.count > 0 && w.prev != int64(w.last) {
+			return false, fmt.Errorf("%w: last offset delta %d, header says %d", ErrCorruptRecords, w.prev, w.last)
+		}
+		return false, nil
+	}
+	n, err := parseRecord(w.data[w.p:], r, w.keepHeaders)
+	if err != nil {
+		return false, fmt.Errorf("record %d: %w", w.i, err)
+	}
+	w.p += n
+	d := int64(r.OffsetDelta)
+	if w.origin == OriginClient {
+		if d != int64(w.i) {
+			return false, fmt.Errorf("%w: record %d has offset delta %d", ErrCorruptRecords, w.i, d)
+		}
+	} else if d <= w.prev || d > int64(w.last) {
+		return false, fmt.Errorf("%w: record %d has offset delta %d after %d, last %d", ErrCorruptRecords, w.i, d, w.prev, w.last)
+	}
+	w.prev = d
+	w.i++
+	return true, nil
+}
+
+// Records decodes the records of one whole batch, decompressing within
+// maxDecompressed bytes. It checks the framing, CRC and record structure
+// (with OriginInternal's offset rules, so cleaned batches decode) but not
+// the producer rules. Key, Value and header values alias b, or for a
+// compressed batch a buffer Records allocated.
+func Records(b []byte, maxDecompressed int) ([]Record, error) {
+	var recs []Record
+	err := ForEachRecord(b, maxDecompressed, func(r Record) error {
+		if recs == nil {
+			recs = make([]Record, 0, Header(b).RecordCount())
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// ForEachRecord calls fn for each record of one whole batch, in order, with
+// Records' checks; fn's error stops the walk and is returned. The record's
+// slices alias the batch or the decompressed buffer and stay valid after
+// fn returns. Unlike Records it does not hold every record at once; the
+// structure of all records is checked before fn sees the first.
+func ForEachRecord(b []byte, maxDecompressed int, fn func(Record) error) error {
+	h, err := checkBatch(b, OriginInternal)
+	if err != nil {
+		return err
+	}
+	data := b[HeaderSize:]
+	if c := h.Codec(); c != None {
+		if data, err = decompress(c, nil, data, maxDecompressed); err != nil {
+			return err
+		}
+	}
+	// A first pass checks every record without allocating, so fn never
+	// sees part of a batch that turns out to be corrupt.
+	var r Record
+	for pass := 0; pass < 2; pass++ {
+		w, err := newRecordWalker(h, data, OriginInternal, pass == 1)
+		if err != nil {
+			return err
+		}
+		for {
+			ok, err := w.next(&r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if pass == 1 {
+				if err := fn(r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
