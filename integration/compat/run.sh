@@ -2,7 +2,7 @@
 # make compat: stock Kafka clients of other languages against kcompatd.
 #
 # Installs the pinned clients into this directory (.venv, node_modules,
-# java/target), builds kcompatd, starts it on a free 127.0.0.1 port with a
+# java/target; oracle/lib for COMPAT_AGAINST=kafka), builds kcompatd, starts it on a free 127.0.0.1 port with a
 # temporary data dir, runs each client's round trip (create topic, produce,
 # read back, compare byte for byte) and prints "N passed, M failed".
 #
@@ -16,8 +16,12 @@
 #                          confluent-kafka-next kafkajs-next java-next (consumer
 #                          groups with commits, idempotent producers, and for
 #                          Java transactions with read_committed)
+#   COMPAT_AGAINST         "kafka" runs the same clients against Apache Kafka
+#                          (oracle/pom.xml, one KRaft node on 127.0.0.1)
+#                          instead of kcompatd: what passes there is what
+#                          Kafka does
 #   COMPAT_BOOTSTRAP       host:port of a running broker to test instead of
-#                          building and starting kcompatd (e.g. Apache Kafka)
+#                          building and starting one
 #   COMPAT_CLIENT_TIMEOUT  seconds per client round trip (default 180)
 #   COMPAT_INSTALL_TIMEOUT seconds per install step (default 900)
 #   COMPAT_KEEP            1 keeps the temp dir (broker log, data dir)
@@ -41,6 +45,12 @@ fi
 CLIENT_TIMEOUT=${COMPAT_CLIENT_TIMEOUT:-180}
 INSTALL_TIMEOUT=${COMPAT_INSTALL_TIMEOUT:-900}
 PYTHON=${PYTHON:-python3}
+BROKER=kcompatd
+case ${COMPAT_AGAINST:-kcompatd} in
+  kcompatd) ;;
+  kafka) BROKER=kafka ;;
+  *) echo "compat: COMPAT_AGAINST must be kcompatd or kafka" >&2; exit 2 ;;
+esac
 read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
 
 for c in $CLIENTS; do
@@ -143,40 +153,102 @@ install_java() {
   echo "$stamp" >"$HERE/java/target/.compat-stamp"
 }
 
+install_oracle() {
+  local stamp
+  stamp=$(stamp_of "$HERE/oracle/pom.xml") || return 1
+  if [ "$(cat "$HERE/oracle/lib/.compat-stamp" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  rm -rf "$HERE/oracle/lib"
+  if ! timeout "$INSTALL_TIMEOUT" mvn -q -B -f "$HERE/oracle/pom.xml" dependency:copy-dependencies \
+    -DincludeScope=runtime "-DoutputDirectory=$HERE/oracle/lib" >"$TMP/mvn-oracle.log" 2>&1; then
+    sed 's/^/  mvn| /' "$TMP/mvn-oracle.log"
+    return 1
+  fi
+  echo "$stamp" >"$HERE/oracle/lib/.compat-stamp"
+}
+
 # --- the broker ---------------------------------------------------------------
 
 free_port() {
   "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# Apache Kafka as the oracle: one KRaft node (broker + controller) on
+# 127.0.0.1, with the settings a single node needs.
+start_oracle() {
+  local port=$1 data=$2 props="$TMP/server.$BROKER_RUN.properties" cport cid
+  cport=$(free_port) || return 1
+  {
+    echo "process.roles=broker,controller"
+    echo "node.id=1"
+    echo "controller.quorum.voters=1@127.0.0.1:$cport"
+    echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+    echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
+    echo "controller.listener.names=CONTROLLER"
+    echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    echo "log.dirs=$data"
+    echo "offsets.topic.replication.factor=1"
+    echo "transaction.state.log.replication.factor=1"
+    echo "transaction.state.log.min.isr=1"
+    echo "group.initial.rebalance.delay.ms=0"
+  } >"$props" || return 1
+  cid=$(timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  if [ -z "$cid" ] || ! timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool format \
+    -t "$cid" -c "$props" >"$BROKER_LOG" 2>&1; then
+    log "kafka-storage format failed; its output:"
+    sed 's/^/  kafka| /' "$BROKER_LOG"
+    return 1
+  fi
+  java -Xmx512m -cp "$HERE/oracle/lib/*" kafka.Kafka "$props" >>"$BROKER_LOG" 2>&1 &
+  BROKER_PID=$!
+}
+
 BROKER_RUN=0
 start_broker() {
   BROKER_RUN=$((BROKER_RUN + 1))
-  local port data="$TMP/data.$BROKER_RUN"
+  local port data="$TMP/data.$BROKER_RUN" tries=100 flags=("${BROKER_ARGS[@]}")
   port=$(free_port) || return 1
   mkdir -p "$data" || return 1
-  BROKER_LOG="$TMP/kcompatd.$BROKER_RUN.log"
-  "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port" -c "log.dirs=$data" "${BROKER_ARGS[@]}" \
-    >"$BROKER_LOG" 2>&1 &
-  BROKER_PID=$!
+  BROKER_LOG="$TMP/$BROKER.$BROKER_RUN.log"
+  if [ "$BROKER" = kafka ]; then
+    start_oracle "$port" "$data" || return 1
+    tries=600 # a JVM and a KRaft quorum take their time
+    flags=()
+  else
+    "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port" -c "log.dirs=$data" "${flags[@]}" \
+      >"$BROKER_LOG" 2>&1 &
+    BROKER_PID=$!
+  fi
   BOOTSTRAP="127.0.0.1:$port"
-  # Bounded wait (10 s) for the listener.
-  for _ in $(seq 1 100); do
+  # Bounded wait for the listener.
+  for _ in $(seq 1 "$tries"); do
     if ! kill -0 "$BROKER_PID" 2>/dev/null; then
-      log "kcompatd exited during start-up; its log:"
-      tail -n 50 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+      log "$BROKER exited during start-up; its log:"
+      tail -n 50 "$BROKER_LOG" | sed "s/^/  $BROKER| /"
       BROKER_PID=""
       return 1
     fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      log "kcompatd (pid $BROKER_PID) listening on $BOOTSTRAP, data dir $data, flags: ${BROKER_ARGS[*]}"
+      log "$BROKER (pid $BROKER_PID) listening on $BOOTSTRAP, data dir $data${flags[*]:+, flags: ${flags[*]}}"
       return 0
     fi
     sleep 0.1
   done
-  log "kcompatd did not listen on $BOOTSTRAP within 10 s; its log:"
-  tail -n 50 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+  log "$BROKER did not listen on $BOOTSTRAP within $((tries / 10)) s; its log:"
+  tail -n 50 "$BROKER_LOG" | sed "s/^/  $BROKER| /"
   stop_broker
+  return 1
+}
+
+# A free port found by binding can be taken before the broker binds it:
+# try three ports before giving up.
+start_broker_retry() {
+  local attempt
+  for attempt in 1 2 3; do
+    start_broker && return 0
+    [ "$attempt" = 3 ] || log "starting $BROKER again on another port"
+  done
   return 1
 }
 
@@ -222,11 +294,12 @@ run_client() {
   esac
 }
 
-install_for() {
+# The toolchain install a client needs.
+install_kind() {
   case $1 in
-    kafka-python* | confluent-kafka*) install_python ;;
-    kafkajs*) install_node ;;
-    java*) install_java ;;
+    kafka-python* | confluent-kafka*) echo python ;;
+    kafkajs*) echo node ;;
+    java*) echo java ;;
   esac
 }
 
@@ -236,35 +309,47 @@ RESULTS=()
 pass() { PASSED=$((PASSED + 1)); RESULTS+=("PASS $1"); }
 fail() { FAILED=$((FAILED + 1)); RESULTS+=("FAIL $1: $2"); }
 
-# Installs first, so that a missing toolchain fails only its own client.
+# Installs first, each at most once, so that a missing toolchain fails only
+# the clients that need it.
 declare -A INSTALLED=()
 for c in $CLIENTS; do
-  log "installing $c"
-  if (install_for "$c"); then
-    INSTALLED[$c]=1
+  kind=$(install_kind "$c")
+  [ -z "${INSTALLED[$kind]:-}" ] || continue
+  log "installing the $kind clients"
+  if ("install_$kind"); then
+    INSTALLED[$kind]=ok
   else
-    log "install of $c failed"
+    INSTALLED[$kind]=failed
+    log "install of the $kind clients failed"
   fi
 done
 
 BROKER_OK=1
-if [ -z "${COMPAT_BOOTSTRAP:-}" ]; then
+if [ -n "${COMPAT_BOOTSTRAP:-}" ]; then
+  :
+elif [ "$BROKER" = kafka ]; then
+  log "installing Apache Kafka (the oracle)"
+  if ! (install_oracle) || ! start_broker_retry; then
+    BROKER_OK=0
+  fi
+else
   log "building kcompatd"
   if ! (cd "$ROOT" && timeout "$INSTALL_TIMEOUT" go build -o "$TMP/kcompatd" ./cmd/kcompatd); then
     log "go build ./cmd/kcompatd failed"
     BROKER_OK=0
-  elif ! start_broker; then
+  elif ! start_broker_retry; then
     BROKER_OK=0
   fi
-else
+fi
+if [ -n "${COMPAT_BOOTSTRAP:-}" ]; then
   BOOTSTRAP=$COMPAT_BOOTSTRAP
   log "testing the broker at $BOOTSTRAP"
 fi
 
 RUN_ID="$(date +%s)-$$"
 for c in $CLIENTS; do
-  if [ -z "${INSTALLED[$c]:-}" ]; then
-    fail "$c" "install failed"
+  if [ "${INSTALLED[$(install_kind "$c")]}" != ok ]; then
+    fail "$c" "install of the $(install_kind "$c") clients failed"
     continue
   fi
   if [ "$BROKER_OK" != 1 ]; then
@@ -274,8 +359,8 @@ for c in $CLIENTS; do
   # A broker that crashed under the previous client gets a fresh successor so
   # each client's result stands on its own.
   if ! broker_alive; then
-    if ! start_broker; then
-      fail "$c" "kcompatd could not be restarted"
+    if ! start_broker_retry; then
+      fail "$c" "$BROKER could not be restarted"
       continue
     fi
   fi
@@ -283,10 +368,10 @@ for c in $CLIENTS; do
   rc=0
   run_client "$c" "compat-$c-$RUN_ID" || rc=$?
   if ! broker_alive; then
-    log "kcompatd died while serving $c; the end of its log:"
-    tail -n 50 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+    log "$BROKER died while serving $c; the end of its log:"
+    tail -n 50 "$BROKER_LOG" | sed "s/^/  $BROKER| /"
     BROKER_PID=""
-    fail "$c" "kcompatd died (client exit $rc)"
+    fail "$c" "$BROKER died (client exit $rc)"
   elif [ "$rc" = 0 ]; then
     pass "$c"
   elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
@@ -297,8 +382,8 @@ for c in $CLIENTS; do
 done
 
 if [ "$FAILED" != 0 ] && [ -n "$BROKER_LOG" ] && [ -f "$BROKER_LOG" ]; then
-  log "the end of the kcompatd log:"
-  tail -n 30 "$BROKER_LOG" | sed 's/^/  kcompatd| /'
+  log "the end of the $BROKER log:"
+  tail -n 30 "$BROKER_LOG" | sed "s/^/  $BROKER| /"
 fi
 for r in "${RESULTS[@]}"; do
   log "$r"
