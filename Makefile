@@ -35,7 +35,7 @@ run: build
 # Under 30 minutes on 2 cores. The integration tests build the binary
 # themselves (with -race) and run franz-go's own suite against it.
 test: vet
-	$(GO) test -race -timeout 25m ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 # pebble calls the race run `testrace`; ours is the default test.
@@ -58,7 +58,7 @@ fuzz:
 	done
 
 integration:
-	$(GO) test -race -timeout 25m ./integration/...
+	$(GO) test -race -count=1 -timeout 25m ./integration/...
 
 # Needs python3, node/npm and java/mvn; the script installs the pinned
 # clients into integration/compat and reports each client.
@@ -69,10 +69,11 @@ compat:
 # out flakes and races; nothing more than that yet.
 soak:
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(SOAK_FUZZTIME)
+	$(GO) test -count=1 -timeout 60m -run TestModel ./cleaner -cleaner.workloads=10000
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 120m ./integration/...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./recordbatch ./partition ./protocol
+	$(GO) test -run '^$$' -bench . -benchmem . ./recordbatch ./partition ./protocol ./cleaner
 	$(GO) run ./integration/bench
 
 # gofmt has no exit status for "needs formatting"; fail on any listed file.

@@ -81,6 +81,27 @@ type Config struct {
 	// group waits for more members before its first rebalance
 	// (group.initial.rebalance.delay.ms, default 3000).
 	GroupInitialRebalanceDelayMs int32
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs bound a
+	// group member's session timeout, in milliseconds
+	// (group.min.session.timeout.ms, default 6000;
+	// group.max.session.timeout.ms, default 1800000).
+	GroupMinSessionTimeoutMs int32
+	GroupMaxSessionTimeoutMs int32
+	// GroupMaxSize is the most members a group may have (group.max.size,
+	// default 2147483647).
+	GroupMaxSize int32
+	// OffsetsRetentionMinutes is how long committed offsets are kept
+	// after their group became empty (or, for groups that only commit,
+	// after the commit), in minutes (offsets.retention.minutes, default
+	// 10080).
+	OffsetsRetentionMinutes int32
+	// OffsetsRetentionCheckIntervalMs is how often offsets are checked
+	// for expiry, in milliseconds (offsets.retention.check.interval.ms,
+	// default 600000).
+	OffsetsRetentionCheckIntervalMs int64
+	// OffsetMetadataMaxBytes bounds the metadata of a committed offset,
+	// in bytes (offset.metadata.max.bytes, default 4096).
+	OffsetMetadataMaxBytes int32
 	// SocketRequestMaxBytes bounds a request frame, in bytes
 	// (socket.request.max.bytes, default 104857600).
 	SocketRequestMaxBytes int32
@@ -146,6 +167,27 @@ type Config struct {
 	// LogCleanerMinCleanableRatio is the dirty ratio above which a log
 	// is compacted (log.cleaner.min.cleanable.ratio, default 0.5).
 	LogCleanerMinCleanableRatio float64
+	// LogCleanerEnable runs the log cleaner (log.cleaner.enable, default
+	// true). Without it compacted logs get neither compaction nor
+	// retention, as in Kafka.
+	LogCleanerEnable bool
+	// LogCleanerThreads is the number of cleaner threads
+	// (log.cleaner.threads, default 1, at least 1).
+	LogCleanerThreads int32
+	// LogCleanerBackoffMs is a cleaner thread's sleep when no log needs
+	// cleaning, in milliseconds (log.cleaner.backoff.ms, default 15000).
+	LogCleanerBackoffMs int64
+	// LogCleanerDedupeBufferSize is the memory of the cleaners' offset
+	// maps, in bytes, split between the threads
+	// (log.cleaner.dedupe.buffer.size, default 134217728).
+	LogCleanerDedupeBufferSize int64
+	// LogCleanerIoMaxBytesPerSecond caps the cleaners' reads, in bytes per
+	// second (log.cleaner.io.max.bytes.per.second, default unlimited).
+	LogCleanerIoMaxBytesPerSecond float64
+	// LogRetentionCheckIntervalMs is how often retention runs over logs
+	// that are not compacted, in milliseconds
+	// (log.retention.check.interval.ms, default 300000).
+	LogRetentionCheckIntervalMs int64
 	// LogSegmentDeleteDelayMs is how long a deleted segment's files are
 	// kept (renamed .deleted), in milliseconds
 	// (log.segment.delete.delay.ms, default 60000).
@@ -180,6 +222,12 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor:           1,
 		OffsetsTopicNumPartitions:          50,
 		GroupInitialRebalanceDelayMs:       3000,
+		GroupMinSessionTimeoutMs:           6000,
+		GroupMaxSessionTimeoutMs:           1800000,
+		GroupMaxSize:                       math.MaxInt32,
+		OffsetsRetentionMinutes:            10080,
+		OffsetsRetentionCheckIntervalMs:    600000,
+		OffsetMetadataMaxBytes:             4096,
 		SocketRequestMaxBytes:              104857600,
 		MessageMaxBytes:                    1048588,
 		LogSegmentBytes:                    1 << 30,
@@ -197,6 +245,12 @@ func DefaultConfig() Config {
 		LogCleanerMinCompactionLagMs:       0,
 		LogCleanerMaxCompactionLagMs:       math.MaxInt64,
 		LogCleanerMinCleanableRatio:        0.5,
+		LogCleanerEnable:                   true,
+		LogCleanerThreads:                  1,
+		LogCleanerBackoffMs:                15000,
+		LogCleanerDedupeBufferSize:         128 << 20,
+		LogCleanerIoMaxBytesPerSecond:      math.MaxFloat64,
+		LogRetentionCheckIntervalMs:        300000,
 		LogSegmentDeleteDelayMs:            60000,
 		CompressionType:                    "producer",
 	}
@@ -288,6 +342,12 @@ var properties = []property{
 	{name: "default.replication.factor", field: func(c *Config) any { return &c.DefaultReplicationFactor }},
 	{name: "offsets.topic.num.partitions", field: func(c *Config) any { return &c.OffsetsTopicNumPartitions }},
 	{name: "group.initial.rebalance.delay.ms", field: func(c *Config) any { return &c.GroupInitialRebalanceDelayMs }},
+	{name: "group.min.session.timeout.ms", field: func(c *Config) any { return &c.GroupMinSessionTimeoutMs }},
+	{name: "group.max.session.timeout.ms", field: func(c *Config) any { return &c.GroupMaxSessionTimeoutMs }},
+	{name: "group.max.size", field: func(c *Config) any { return &c.GroupMaxSize }},
+	{name: "offsets.retention.minutes", field: func(c *Config) any { return &c.OffsetsRetentionMinutes }},
+	{name: "offsets.retention.check.interval.ms", field: func(c *Config) any { return &c.OffsetsRetentionCheckIntervalMs }},
+	{name: "offset.metadata.max.bytes", field: func(c *Config) any { return &c.OffsetMetadataMaxBytes }},
 	{name: "socket.request.max.bytes", field: func(c *Config) any { return &c.SocketRequestMaxBytes }},
 	{name: "message.max.bytes", field: func(c *Config) any { return &c.MessageMaxBytes }},
 	{name: "log.segment.bytes", field: func(c *Config) any { return &c.LogSegmentBytes }},
@@ -308,6 +368,12 @@ var properties = []property{
 	{name: "log.cleaner.min.compaction.lag.ms", field: func(c *Config) any { return &c.LogCleanerMinCompactionLagMs }},
 	{name: "log.cleaner.max.compaction.lag.ms", field: func(c *Config) any { return &c.LogCleanerMaxCompactionLagMs }},
 	{name: "log.cleaner.min.cleanable.ratio", field: func(c *Config) any { return &c.LogCleanerMinCleanableRatio }},
+	{name: "log.cleaner.enable", field: func(c *Config) any { return &c.LogCleanerEnable }},
+	{name: "log.cleaner.threads", field: func(c *Config) any { return &c.LogCleanerThreads }},
+	{name: "log.cleaner.backoff.ms", field: func(c *Config) any { return &c.LogCleanerBackoffMs }},
+	{name: "log.cleaner.dedupe.buffer.size", field: func(c *Config) any { return &c.LogCleanerDedupeBufferSize }},
+	{name: "log.cleaner.io.max.bytes.per.second", field: func(c *Config) any { return &c.LogCleanerIoMaxBytesPerSecond }},
+	{name: "log.retention.check.interval.ms", field: func(c *Config) any { return &c.LogRetentionCheckIntervalMs }},
 	{name: "log.segment.delete.delay.ms", field: func(c *Config) any { return &c.LogSegmentDeleteDelayMs }},
 	{name: "compression.type", field: func(c *Config) any { return &c.CompressionType }},
 	{name: "kcompatd.kafka.version", field: func(c *Config) any { return &c.KafkaVersion }},
@@ -523,6 +589,12 @@ func (c *Config) validate() []*ConfigError {
 	check(c.DefaultReplicationFactor == 1, "default.replication.factor", "must be 1: a single broker holds one replica")
 	check(c.OffsetsTopicNumPartitions >= 1, "offsets.topic.num.partitions", "must be at least 1")
 	check(c.GroupInitialRebalanceDelayMs >= 0, "group.initial.rebalance.delay.ms", "must be at least 0")
+	check(c.GroupMinSessionTimeoutMs >= 0, "group.min.session.timeout.ms", "must be at least 0")
+	check(c.GroupMaxSessionTimeoutMs >= c.GroupMinSessionTimeoutMs, "group.max.session.timeout.ms", "must be at least group.min.session.timeout.ms")
+	check(c.GroupMaxSize >= 1, "group.max.size", "must be at least 1")
+	check(c.OffsetsRetentionMinutes >= 1, "offsets.retention.minutes", "must be at least 1")
+	check(c.OffsetsRetentionCheckIntervalMs >= 1, "offsets.retention.check.interval.ms", "must be at least 1")
+	check(c.OffsetMetadataMaxBytes >= 0, "offset.metadata.max.bytes", "must be at least 0")
 	check(c.SocketRequestMaxBytes >= 1, "socket.request.max.bytes", "must be at least 1")
 	check(c.MessageMaxBytes >= 0, "message.max.bytes", "must be at least 0")
 	check(c.LogSegmentBytes >= 14, "log.segment.bytes", "must be at least 14")
@@ -548,6 +620,13 @@ func (c *Config) validate() []*ConfigError {
 	check(c.LogCleanerMinCleanableRatio >= 0 && c.LogCleanerMinCleanableRatio <= 1,
 		"log.cleaner.min.cleanable.ratio", "must be between 0 and 1")
 	check(c.LogSegmentDeleteDelayMs >= 0, "log.segment.delete.delay.ms", "must be at least 0")
+	check(c.LogCleanerThreads >= 1, "log.cleaner.threads", "must be at least 1")
+	check(c.LogCleanerBackoffMs >= 0, "log.cleaner.backoff.ms", "must be at least 0")
+	// Kafka needs 1 MiB per thread in its own code path; we need room for
+	// two offset-map entries per thread.
+	check(c.LogCleanerDedupeBufferSize >= 48*int64(max(c.LogCleanerThreads, 1)), "log.cleaner.dedupe.buffer.size", "must leave at least 48 bytes per cleaner thread")
+	check(c.LogCleanerIoMaxBytesPerSecond > 0, "log.cleaner.io.max.bytes.per.second", "must be greater than 0")
+	check(c.LogRetentionCheckIntervalMs >= 1, "log.retention.check.interval.ms", "must be at least 1")
 	switch c.CompressionType {
 	case "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
 	default:

@@ -32,6 +32,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kcompatd/kcompatd/cleaner"
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol"
@@ -42,8 +44,11 @@ type Broker struct {
 	log    zerolog.Logger
 	lns    []net.Listener // lns[0] is Addr; more when a host name has several addresses
 	server *protocol.Server
+	groups *coordinator.Coordinator
 	store  *partition.Store
 	dir    string // the data dir
+	// cleaner compacts and applies retention in the background.
+	cleaner *cleaner.Cleaner
 
 	advertised string // host:port given to clients in Metadata
 
@@ -111,6 +116,24 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("kcompatd: opening log dir: %w", err)
 	}
 
+	groups, err := coordinator.New(coordinator.Config{
+		InitialRebalanceDelay:         time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
+		MinSessionTimeout:             time.Duration(cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
+		MaxSessionTimeout:             time.Duration(cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		MaxGroupSize:                  int(cfg.GroupMaxSize),
+		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
+		OffsetsRetention:              time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+		OffsetsRetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+		OffsetMetadataMaxBytes:        int(cfg.OffsetMetadataMaxBytes),
+		Clock:                         clk,
+		Logger:                        log,
+	}, store)
+	if err != nil {
+		store.Close()
+		closeListeners()
+		return nil, fmt.Errorf("kcompatd: loading groups: %w", err)
+	}
+
 	var rack *string
 	if cfg.BrokerRack != "" {
 		rack = &cfg.BrokerRack
@@ -126,14 +149,30 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
 		DeleteTopicEnable:        cfg.DeleteTopicEnable,
 		Versions:                 versions,
+		BrokerConfigs:            cfg.brokerConfigs(),
 		Clock:                    clk,
 		Logger:                   log,
+		Groups:                   groups,
 	}, store)
 
+	logCleaner := cleaner.New(store, cleaner.Config{
+		Enable:                   cfg.LogCleanerEnable,
+		Threads:                  int(cfg.LogCleanerThreads),
+		BackoffMs:                cfg.LogCleanerBackoffMs,
+		DedupeBufferSize:         cfg.LogCleanerDedupeBufferSize,
+		IOMaxBytesPerSecond:      cfg.LogCleanerIoMaxBytesPerSecond,
+		RetentionCheckIntervalMs: cfg.LogRetentionCheckIntervalMs,
+		Clock:                    clk,
+		Logger:                   log,
+	})
+	logCleaner.Start()
+
 	b := &Broker{
+		cleaner:    logCleaner,
 		log:        log,
 		lns:        lns,
 		server:     server,
+		groups:     groups,
 		store:      store,
 		dir:        splitList(cfg.LogDirs)[0],
 		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
@@ -302,6 +341,12 @@ func (b *Broker) Close() error {
 			ln.Close()
 		}
 		b.serveWG.Wait()
+		// After the server, so no request is still writing to
+		// __consumer_offsets; before the store, which that topic lives in.
+		b.groups.Close()
+		// Before the store: a pass in flight is aborted and its output
+		// removed.
+		b.cleaner.Close()
 		if err := b.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("kcompatd: closing store: %w", err))
 		}

@@ -1,5 +1,69 @@
-// Package coordinator holds the group coordinator and the transaction
-// coordinator, whose state lives in the internal compacted topics
-// __consumer_offsets and __transaction_state. Not yet built: see the
-// consumer-group and transaction issues.
+// Package coordinator is the classic group coordinator (KIP-848 groups
+// and the transaction coordinator are not built yet). A single broker is
+// the coordinator of every group.
+//
+// # Groups
+//
+// Each group is owned by one goroutine (group.run) that takes closures
+// from a channel; a JoinGroup or SyncGroup that must wait for other
+// members leaves its reply channel on the member and is answered when the
+// phase ends. One timer per group, from the injected clock, is armed at
+// the earliest of: the end of the join phase, the sync deadline, the
+// session expiry of members not blocked in a join or sync, and the expiry
+// of member ids handed out with MEMBER_ID_REQUIRED.
+//
+// States and transitions (Kafka's ClassicGroupState):
+//
+//	Empty               no members (a new group, or offsets only)
+//	  -> PreparingRebalance   a member joins
+//	  -> Dead                 DeleteGroups, or its last offset expired
+//	PreparingRebalance  waiting for members to (re)join: until every known
+//	                    member rejoined, or the largest rebalance timeout;
+//	                    a group leaving Empty waits
+//	                    group.initial.rebalance.delay.ms first, again while
+//	                    members keep arriving, within the rebalance timeout
+//	  -> CompletingRebalance  join phase over, members left (generation+1;
+//	                          members that did not rejoin are removed,
+//	                          static ones kept)
+//	  -> Empty                join phase over and nobody left (generation+1)
+//	CompletingRebalance waiting for the leader's SyncGroup
+//	  -> Stable               the leader's assignment is written
+//	  -> PreparingRebalance   a member joins, leaves, changes metadata or
+//	                          expires, or members do not sync in time
+//	Stable              assignments handed out
+//	  -> PreparingRebalance   as above; a leader rejoining also rebalances
+//	Dead                gone; the goroutine exits and the group is dropped
+//
+// Kafka's rules kept: MEMBER_ID_REQUIRED on a first join from JoinGroup
+// v4 (KIP-394); protocol selection by vote among protocols every member
+// supports; session timeouts bounded by group.min/max.session.timeout.ms
+// (INVALID_SESSION_TIMEOUT); ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+// REBALANCE_IN_PROGRESS; static members (KIP-345) that restart with a new
+// member id take the old one's place without a rebalance when their
+// protocols are unchanged (a leader gets SkipAssignment from v9, and a
+// rebalance before), and fence the old id (FENCED_INSTANCE_ID); members
+// that do not sync within the rebalance timeout are removed (KAFKA-13134);
+// offset commits with generation -1 from outside the group while it is
+// Empty (simple consumers, admin clients).
+//
+// # Persistence
+//
+// Group metadata and committed offsets are records in the internal
+// compacted topic __consumer_offsets (created on first use, with
+// offsets.topic.num.partitions partitions), in Kafka's own schemas and
+// record versions (OffsetCommitKey v1 / OffsetCommitValue v3 or v1 with an
+// expire timestamp, GroupMetadataKey v2 / GroupMetadataValue v3), in the
+// partition abs(groupId.hashCode) % partitions, written through the
+// partition log as v2 batches. New reads every partition at start-up; the
+// last record per key wins and a tombstone (null value) deletes. A group
+// loaded with members is Stable and its members' sessions start over.
+// Offsets expire per KIP-211/KIP-496 every
+// offsets.retention.check.interval.ms; expiry, OffsetDelete, DeleteGroups
+// and the deletion of a topic (its offsets go, as Kafka's
+// onPartitionsDeleted does) write tombstones for the cleaner to compact
+// away.
+//
+// Not built: transactional offset commits (so OffsetFetch's require_stable
+// never finds pending ones), KIP-848 consumer groups, and offsets of
+// removed partitions beyond whole topics (partitions only grow here).
 package coordinator

@@ -307,6 +307,11 @@ func ResolveLogConfig(base LogConfig, overrides map[string]string) (LogConfig, e
 		return base, withDetail(ErrInvalidConfig, fmt.Sprintf("conflict topic config setting %s (%d) > %s (%d)",
 			"min.compaction.lag.ms", c.MinCompactionLagMs, "max.compaction.lag.ms", c.MaxCompactionLagMs))
 	}
+	// kcompatd has no tiered storage, as a Kafka broker with
+	// remote.log.storage.system.enable=false (LogConfig.validate).
+	if v, ok := overrides["remote.storage.enable"]; ok && strings.EqualFold(strings.TrimSpace(v), "true") {
+		return base, withDetail(ErrInvalidConfig, "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+	}
 	return c, nil
 }
 

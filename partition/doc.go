@@ -7,8 +7,11 @@
 //	.lock                              flock held while the broker runs
 //	.kafka_cleanshutdown               written by a clean Close, removed at Open
 //	kcompatd-catalog.json              topics, ids, partition counts, overrides
+//	kcompatd-client-quotas.json        client quotas (AlterClientQuotas), client_quotas.go
+//	kcompatd-dynamic-broker-configs.json  dynamic broker configs (topic_config.go)
 //	recovery-point-offset-checkpoint   "0", count, "topic partition offset" lines
 //	log-start-offset-checkpoint        same format
+//	cleaner-offset-checkpoint          same format: each compacted log's first dirty offset
 //	<topic>-<p>/                       one partition
 //	    00000000000000000000.log       v2 batches as produced, offsets assigned
 //	    00000000000000000000.index     sparse offset index (8-byte entries)
@@ -56,7 +59,8 @@
 // See maintenance.go: Segments, ReadSegment, ReplaceSegments (the swap of
 // cleaned output through .cleaned, .swap and .deleted files),
 // DeleteSegmentsBefore (retention), and AdvanceLogStartOffset
-// (DeleteRecords).
+// (DeleteRecords); cleaner_support.go: the cleaner's output file and the
+// cleaner-offset-checkpoint.
 //
 // # Locks
 //

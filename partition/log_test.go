@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -129,6 +130,20 @@ func TestRead(t *testing.T) {
 			}
 			if int32(len(r.Records)) > tc.maxBytes && !(tc.minOne && len(bases) == 1) {
 				t.Fatalf("%d bytes > maxBytes %d", len(r.Records), tc.maxBytes)
+			}
+
+			// ReadWith into a recycled, dirty buffer reads the same.
+			dirty := bytes.Repeat([]byte{0xAA}, 1<<20)
+			calls := 0
+			rw, err := l.ReadWith(tc.offset, tc.maxBytes, tc.minOne, func(n int) []byte {
+				calls++
+				return dirty[:n]
+			})
+			if !errors.Is(err, tc.err) || !bytes.Equal(rw.Records, r.Records) || rw.Offsets != r.Offsets {
+				t.Fatalf("ReadWith: err %v, %d bytes, offsets %+v; Read: %d bytes", err, len(rw.Records), rw.Offsets, len(r.Records))
+			}
+			if calls > 1 || (len(rw.Records) > 0 && &rw.Records[0] != &dirty[0]) {
+				t.Fatalf("ReadWith: %d allocs, records not in the given buffer", calls)
 			}
 		})
 	}

@@ -293,6 +293,15 @@ func containsSeg(set []*segment, s *segment) bool {
 
 // removeRetired closes retired segments and removes their .deleted files.
 func (l *Log) removeRetired(old []*segment) {
+	// An fsync that started before the segments were retired may still be
+	// syncing them (flushOnce works from a snapshot of the segment list):
+	// wait for it, or it fails on a closed file and takes the log offline.
+	// Later fsyncs no longer see these segments.
+	l.fmu.Lock()
+	for l.syncing {
+		l.fcond.Wait()
+	}
+	l.fmu.Unlock()
 	for _, s := range old {
 		s.close()
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {

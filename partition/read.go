@@ -29,6 +29,16 @@ const scanBufSize = 16 << 10
 // The batches come from one segment, in one ReadAt into a fresh buffer that
 // the caller owns.
 func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
+	return l.ReadWith(offset, maxBytes, minOne, nil)
+}
+
+// ReadWith is Read into a buffer from alloc, which must return a slice of
+// len n (its contents are overwritten; nil alloc: make). Records is a
+// prefix of that buffer, so a caller recycling buffers (a fetch writing
+// the bytes to a socket) skips allocating and zeroing one per read; alloc
+// is called at most once, and a buffer it returned may be recycled even
+// when ReadWith fails.
+func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (ReadResult, error) {
 	if l.gone.Load() {
 		return ReadResult{}, l.goneErr()
 	}
@@ -72,7 +82,7 @@ func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error
 		if found < 0 {
 			continue // offset is in a gap past this segment's batches
 		}
-		b, err := readBatches(seg, found, first, limit, maxBytes, minOne)
+		b, err := readBatches(seg, found, first, limit, maxBytes, minOne, alloc)
 		if err != nil {
 			return res, l.readErr(err)
 		}
@@ -135,7 +145,7 @@ func scanTo(seg *segment, offset, pos, limit int64) (found int64, size int64, er
 
 // readBatches reads the whole batches from pos (the first is firstSize
 // bytes) that fit in maxBytes, or just the first if none fits and minOne.
-func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minOne bool) ([]byte, error) {
+func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minOne bool, alloc func(int) []byte) ([]byte, error) {
 	want := min(limit-pos, int64(max(maxBytes, 0)), maxReadBytes)
 	if want < firstSize {
 		if !minOne {
@@ -143,7 +153,12 @@ func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minO
 		}
 		want = firstSize
 	}
-	buf := make([]byte, want)
+	var buf []byte
+	if alloc != nil {
+		buf = alloc(int(want))[:want]
+	} else {
+		buf = make([]byte, want)
+	}
 	if _, err := seg.log.ReadAt(buf, pos); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kcompatd/kcompatd/internal/vfs"
@@ -58,6 +59,12 @@ type segment struct {
 	rollTs          int64 // max timestamp of the first batch (segment.ms), -1 if none
 	rollTsKnown     bool  // rollTs was loaded from the file
 	createdMs       int64 // clock time the segment was created or opened
+
+	// closeMu orders close against a background index fsync: a segment
+	// rolled out and then retired by the cleaner may be closed while the
+	// roll's flush goroutine is still about to sync its indexes.
+	closeMu sync.Mutex
+	closed  bool // guarded by closeMu
 }
 
 func (s *segment) path(suffix string) string {
@@ -108,6 +115,9 @@ func openSegmentNamed(fsys vfs.FS, dir string, base int64, cfg *LogConfig, creat
 
 // close closes the segment's files.
 func (s *segment) close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	s.closed = true
 	err := s.log.Close()
 	if e := s.offIdx.f.Close(); err == nil {
 		err = e
@@ -118,8 +128,15 @@ func (s *segment) close() error {
 	return err
 }
 
-// syncIndexes fsyncs both index files.
+// syncIndexes fsyncs both index files. A segment already closed was
+// retired (its data lives on in the segments that replaced it, synced
+// before the swap), so there is nothing left to make durable.
 func (s *segment) syncIndexes() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
 	if err := s.offIdx.f.Sync(); err != nil {
 		return err
 	}

@@ -81,6 +81,9 @@ type Store struct {
 
 	recoveryBytes atomic.Int64 // .log bytes read by recovery since Open
 
+	dyn    dynamicBroker    // dynamic broker configs (topic_config.go)
+	quotas clientQuotaStore // client quotas (client_quotas.go)
+
 	bg     sync.WaitGroup // background goroutines: flushes, removals
 	stop   chan struct{}
 	loopWG sync.WaitGroup
@@ -135,6 +138,12 @@ func (s *Store) load() error {
 	if err := s.loadMetaProperties(); err != nil {
 		return err
 	}
+	if err := s.loadDynamicBrokerConfigs(); err != nil {
+		return err
+	}
+	if err := s.loadClientQuotas(); err != nil {
+		return err
+	}
 	_, err := s.fs.Stat(filepath.Join(s.cfg.Dir, cleanShutdownFile))
 	clean := err == nil
 	recoveryPoints := s.readOffsetCheckpoint(recoveryPointFile)
@@ -154,7 +163,7 @@ func (s *Store) load() error {
 	known := map[string]bool{}
 	for _, ct := range topics {
 		id, _ := ParseTopicID(ct.ID)
-		conf, err := ResolveLogConfig(s.cfg.Defaults, ct.Configs)
+		conf, err := ResolveLogConfig(s.dynamicDefaults(), ct.Configs)
 		if err != nil {
 			return fmt.Errorf("partition: catalog topic %q: %w", ct.Name, err)
 		}
@@ -305,7 +314,7 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	if n > maxPartitions {
 		return nil, withDetail(ErrInvalidPartitions, fmt.Sprintf("Number of partitions %d is larger than the maximum of %d.", n, maxPartitions))
 	}
-	conf, err := ResolveLogConfig(s.cfg.Defaults, overrides)
+	conf, err := ResolveLogConfig(s.dynamicDefaults(), overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +325,10 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
+	// Dynamic broker defaults change under catalogMu: resolve again.
+	if conf, err = ResolveLogConfig(s.dynamicDefaults(), overrides); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	closed := s.closed
 	_, exists := s.topics[name]
@@ -641,12 +654,16 @@ func readFile(fsys vfs.FS, name string, limit int64) ([]byte, error) {
 // The new configuration applies to the next append; segment.index.bytes
 // applies to new segments.
 func (s *Store) AlterTopicConfig(name string, overrides map[string]string, validateOnly bool) (*Topic, error) {
-	conf, err := ResolveLogConfig(s.cfg.Defaults, overrides)
+	conf, err := ResolveLogConfig(s.dynamicDefaults(), overrides)
 	if err != nil {
 		return nil, err
 	}
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
+	// Dynamic broker defaults change under catalogMu: resolve again.
+	if conf, err = ResolveLogConfig(s.dynamicDefaults(), overrides); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	old, ok := s.topics[name]
 	closed := s.closed
@@ -686,5 +703,6 @@ func (s *Store) AlterTopicConfig(name string, overrides map[string]string, valid
 	return t, nil
 }
 
-// Defaults is the broker-level topic config defaults in effect.
-func (s *Store) Defaults() LogConfig { return s.cfg.Defaults }
+// Defaults is the broker-level topic config defaults in effect: the
+// static ones with the dynamic broker configs applied.
+func (s *Store) Defaults() LogConfig { return s.dynamicDefaults() }

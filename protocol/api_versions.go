@@ -16,6 +16,11 @@ package protocol
 //   - No features are advertised (SupportedFeatures/FinalizedFeatures stay
 //     empty, FinalizedFeaturesEpoch -1): finalizing transaction.version or
 //     group.version would make Java clients use protocols we do not serve.
+//     Nor is metadata.version, which Kafka brokers report: it versions
+//     the KRaft metadata log and inter-broker protocols, which kcompatd
+//     does not have, and no client changes behaviour on it (it is shown by
+//     Admin.describeFeatures and kafka-features.sh only). UpdateFeatures
+//     (update_features.go) answers accordingly: nothing can be raised.
 //
 // Version notes:
 //   - v1: ThrottleMillis

@@ -3,6 +3,8 @@ package protocol
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
@@ -28,4 +30,96 @@ func BenchmarkProduce(b *testing.B) {
 			b.Fatalf("error %d", sp.ErrorCode)
 		}
 	}
+}
+
+// BenchmarkProduceLarge is BenchmarkProduce with requests shaped like a
+// throughput producer's: 8 partitions of one 256 KiB batch each per
+// request. The request is encoded once; the client only writes it.
+func BenchmarkProduceLarge(b *testing.B) {
+	br := startBroker(b, nil)
+	br.createTopic(b, "bench", 8, nil)
+	var recs []recordbatch.Record
+	for range 256 {
+		recs = append(recs, recordbatch.Record{Value: make([]byte, 1024)})
+	}
+	batch := testBatch(b, recordbatch.None, br.nowMs(), recs...)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(11)
+	req.Acks = -1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "bench"
+	for p := range int32(8) {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, batch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	frame := encodeRequest(req, 1, strp("bench"))
+	w := dialWire(b, br.addr)
+	b.SetBytes(8 * int64(len(batch)))
+	b.ResetTimer()
+	for range b.N {
+		w.writeRaw(frame)
+		resp, err := w.recv(0, 11, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sp := range resp.(*kmsg.ProduceResponse).Topics[0].Partitions {
+			if sp.ErrorCode != 0 {
+				b.Fatalf("error %d", sp.ErrorCode)
+			}
+		}
+	}
+}
+
+// BenchmarkFetch measures the server's fetch path over loopback: one
+// connection reading 8 partitions of 256 KiB batches from the start, up to
+// 1 MiB per partition per request, as a consumer catching up does.
+func BenchmarkFetch(b *testing.B) {
+	br := startBroker(b, nil)
+	tp := br.createTopic(b, "bench", 8, nil)
+	var recs []recordbatch.Record
+	for range 256 {
+		recs = append(recs, recordbatch.Record{Value: make([]byte, 1024)})
+	}
+	batch := testBatch(b, recordbatch.None, br.nowMs(), recs...)
+	for _, l := range tp.Partitions {
+		for range 64 { // 16 MiB per partition
+			if _, err := l.Append(cloneBytes(batch)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	hw := tp.Partitions[0].Offsets().HighWatermark
+	next := make([]int64, 8)
+	w := dialWire(b, br.addr)
+	var total int64
+	b.ResetTimer()
+	for range b.N {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(13)
+		req.MaxBytes = 50 << 20
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.TopicID = tp.ID
+		for p := range int32(8) {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, next[p], 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp := w.roundTrip(req).(*kmsg.FetchResponse)
+		for _, rp := range resp.Topics[0].Partitions {
+			if rp.ErrorCode != 0 || len(rp.RecordBatches) == 0 {
+				b.Fatalf("partition %d: error %d, %d bytes", rp.Partition, rp.ErrorCode, len(rp.RecordBatches))
+			}
+			total += int64(len(rp.RecordBatches))
+			next[rp.Partition] += int64(len(rp.RecordBatches)/len(batch)) * 256
+			if next[rp.Partition] >= hw {
+				next[rp.Partition] = 0
+			}
+		}
+	}
+	b.SetBytes(total / int64(b.N))
 }

@@ -49,6 +49,11 @@ type conn struct {
 	// goroutine; unbuffered, so the reader is at most one frame ahead.
 	frames chan []byte
 	wbuf   []byte // response buffer, reused between responses
+	// writev: the socket writes net.Buffers in one system call (TCP), so
+	// Fetch responses are written spliced (fetch_write.go). Elsewhere
+	// (TLS) each piece would be a write and a record of its own.
+	writev bool
+	splice fetchSplicer
 }
 
 // startConn registers nc and starts its goroutines; false if the server is
@@ -63,6 +68,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 		cancel: cancel,
 		frames: make(chan []byte),
 	}
+	_, c.writev = nc.(*net.TCPConn)
 	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,14 +132,23 @@ func readFrame(r io.Reader, max int32) ([]byte, error) {
 	if n < 0 || n > max {
 		return nil, fmt.Errorf("%w: %d (max %d)", errFrameSize, n, max)
 	}
-	buf := make([]byte, 0, min(int(n), readChunk))
+	// A pooled buffer of the whole size is memory already held, so it
+	// can be taken on the peer's word; a new one grows with the bytes
+	// that arrive. Both keep power-of-two capacities so that a Produce
+	// frame can be recycled (releaseFrame).
+	buf := tryGetBuf(int(n))
+	if buf != nil {
+		buf = buf[:0]
+	} else {
+		buf = newFrameBuf(0, min(int(n), readChunk))
+	}
 	for len(buf) < int(n) {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), int(n)))
+			grown := newFrameBuf(len(buf), min(2*cap(buf), int(n)))
 			copy(grown, buf)
 			buf = grown
 		}
-		m, err := r.Read(buf[len(buf):cap(buf)])
+		m, err := r.Read(buf[len(buf):min(cap(buf), int(n))]) // capacities are rounded up: never read into the next frame
 		buf = buf[:len(buf)+m]
 		if err != nil {
 			if len(buf) < int(n) {
@@ -145,6 +160,28 @@ func readFrame(r io.Reader, max int32) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// newFrameBuf allocates a frame buffer of len n with room for size bytes,
+// rounded up to its pool size class so that it can be recycled.
+func newFrameBuf(n, size int) []byte {
+	if c := bufClass(size); c >= 0 {
+		size = 1 << c
+	}
+	return make([]byte, n, size)
+}
+
+// releaseFrame recycles a request frame once its response is written, for
+// the APIs whose handlers keep nothing of the request: kmsg decodes byte
+// fields as slices of the frame, so a handler that stores one (group
+// member metadata, assignments) must never see its frame reused. Only
+// Produce frames are large, and handleProduce appends their batches
+// synchronously (partition.Log.Append writes them before returning) and
+// answers with fresh values.
+func releaseFrame(key int16, frame []byte) {
+	if key == produceKey {
+		putBuf(frame)
+	}
 }
 
 // serveLoop handles requests one at a time, in order, writing each
@@ -316,6 +353,7 @@ func (c *conn) serve(frame []byte) error {
 	}
 	if resp == nil {
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+			releaseFrame(h.key, frame)
 			return nil
 		}
 		return fmt.Errorf("%w: key %d", errNoResponseAck, h.key)
@@ -326,7 +364,12 @@ func (c *conn) serve(frame []byte) error {
 	if resp.GetVersion() != h.version {
 		return fmt.Errorf("%w: key %d version %d answered at %d", errResponseVer, h.key, h.version, resp.GetVersion())
 	}
-	return c.write(h, resp)
+	err = c.write(h, resp)
+	// The response is on the socket (or the connection is broken): the
+	// buffers it was built from can be reused.
+	r.releaseBufs()
+	releaseFrame(h.key, frame)
+	return err
 }
 
 // call runs the handler, turning a panic into an error that closes only
@@ -359,15 +402,31 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
 		b = append(b, 0)
 	}
+	if fr, ok := resp.(*kmsg.FetchResponse); ok && c.writev {
+		bufs, nb, ok := c.splice.encode(b, fr)
+		if ok {
+			_, err := bufs.WriteTo(c.nc)
+			c.splice.clear()
+			c.keepWbuf(nb)
+			return err
+		}
+		c.splice.clear()
+		b = nb[:len(b)]
+	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	_, err := c.nc.Write(b)
+	c.keepWbuf(b)
+	return err
+}
+
+// keepWbuf keeps b's array for the next response unless it is large.
+func (c *conn) keepWbuf(b []byte) {
 	if cap(b) <= 1<<20 {
 		c.wbuf = b[:0]
 	} else {
-		c.wbuf = nil // do not pin a large fetch response
+		c.wbuf = nil // do not pin a large response
 	}
-	return err
 }
 
 // apiVersionsUnsupported is Kafka's answer to an ApiVersions request of a

@@ -141,6 +141,11 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 			continue
 		}
 		s.log.Debug().Str("topic", name).Msg("deleted topic")
+		if s.groups != nil {
+			// As Kafka's onPartitionsDeleted: committed offsets of the
+			// topic go too, so a topic created again starts afresh.
+			s.groups.TopicDeleted(r.Ctx, name)
+		}
 		add(&name, d.id, nil, "")
 	}
 	return resp, nil

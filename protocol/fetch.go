@@ -22,8 +22,10 @@ package protocol
 //   - Only consumers are served: a replica id >= 0 (a follower) gets
 //     NOT_LEADER_OR_FOLLOWER, or UNKNOWN_LEADER_EPOCH when it sent a leader
 //     epoch, per partition, as Kafka answers a replica it does not know.
-//   - The record bytes are passed through as read, never decoded; kmsg
-//     copies them once into the response buffer (BenchmarkFetchEncode).
+//   - The record bytes are passed through as read, never decoded: one
+//     read into a pooled buffer, written to the socket from there
+//     (fetch_write.go), the buffer recycled after the write
+//     (BenchmarkFetch, BenchmarkFetchFromStore).
 //
 // Version notes:
 //   - v4: IsolationLevel, LastStableOffset, AbortedTransactions (the
@@ -88,7 +90,16 @@ type fetchLog interface {
 	LeaderEpoch() int32
 }
 
-var _ fetchLog = (*partition.Log)(nil)
+// pooledReader is a fetchLog that reads into a caller's buffer, so the
+// record bytes can come from (and go back to) bufPools.
+type pooledReader interface {
+	ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (partition.ReadResult, error)
+}
+
+var (
+	_ fetchLog     = (*partition.Log)(nil)
+	_ pooledReader = (*partition.Log)(nil)
+)
 
 // fetchTarget is one partition to answer, resolved against the catalog.
 type fetchTarget struct {
@@ -141,6 +152,10 @@ type fetchParams struct {
 	maxBytes     int32
 	isolation    int8
 	usesTopicIDs bool
+	// r is the request, whose pooled buffers (from alloc, r.readBuf)
+	// hold the record bytes read until the response is written.
+	r     *Request
+	alloc func(n int) []byte
 }
 
 func (s *Server) serveFetch(r *Request, resolve fetchResolver) (kmsg.Response, error) {
@@ -158,6 +173,8 @@ func (s *Server) serveFetch(r *Request, resolve fetchResolver) (kmsg.Response, e
 		maxWait:      time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
 		isolation:    req.IsolationLevel,
 		usesTopicIDs: v >= 13,
+		r:            r,
+		alloc:        r.readBuf,
 	}
 	if v >= 15 {
 		p.replicaID = req.ReplicaState.ID
@@ -300,10 +317,15 @@ func (s *Server) fetchLongPoll(ctx context.Context, p *fetchParams, targets []fe
 				waits, waitFor = append(waits, w), append(waitFor, i)
 			}
 		}
+		held := len(p.r.bufs)
 		results, bytes, respondNow := s.readFetchTargets(p, targets)
 		if !mayWait || respondNow || len(waits) == 0 || bytes >= int(p.minBytes) {
 			return results, nil
 		}
+		// These results are read again after the wait: recycle their
+		// buffers now, so a long poll holds one round's reads at most.
+		results = nil
+		p.r.dropBufs(held)
 		if timer == nil {
 			timer = s.clock.NewTimer(p.maxWait)
 		}
@@ -458,7 +480,13 @@ func (s *Server) readFetchPartition(p *fetchParams, t *fetchTarget, maxBytes int
 		}
 	}
 
-	rr, err := t.log.Read(t.req.fetchOffset, maxBytes, minOne)
+	var rr partition.ReadResult
+	var err error
+	if pr, ok := t.log.(pooledReader); ok {
+		rr, err = pr.ReadWith(t.req.fetchOffset, maxBytes, minOne, p.alloc)
+	} else {
+		rr, err = t.log.Read(t.req.fetchOffset, maxBytes, minOne)
+	}
 	if err != nil {
 		code := s.errorCode(err) // logs what it cannot map
 		if code == kerr.KafkaStorageError.Code && p.version <= 5 {

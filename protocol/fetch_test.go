@@ -1254,6 +1254,7 @@ func BenchmarkFetchFromStore(b *testing.B) {
 		}
 		buf = resp.AppendTo(buf[:0])
 		total = len(buf)
+		r.releaseBufs() // as conn.serve does once the response is written
 	}
 	b.SetBytes(int64(total))
 }

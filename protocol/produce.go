@@ -322,7 +322,8 @@ func (s *Server) checkRecords(topic *partition.Topic, part int32, batch []byte, 
 	h := recordbatch.Header(batch)
 	createTime := !cfg.LogAppendTime()
 	now := s.clock.Now().UnixMilli()
-	before, after := timestampBounds(topic.Overrides, s.cfg.MessageTimestampBeforeMaxMs, s.cfg.MessageTimestampAfterMaxMs)
+	brokerBefore, brokerAfter := s.brokerTimestampBounds() // dynamic broker configs included
+	before, after := timestampBounds(topic.Overrides, brokerBefore, brokerAfter)
 	outOfRange := func(ts int64) bool {
 		diff := now - ts
 		return diff > before || -diff > after

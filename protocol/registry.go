@@ -17,6 +17,10 @@ type Request struct {
 	ClientID      *string
 	Remote        net.Addr
 	Body          kmsg.Request
+
+	// bufs are pooled buffers the response refers to (Fetch's record
+	// bytes), recycled once the response is written.
+	bufs [][]byte
 }
 
 // handlerFunc serves one API. A failed topic or partition is a Kafka error

@@ -31,6 +31,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
 )
@@ -79,8 +80,15 @@ type Config struct {
 	// implemented. An API the release lacks is neither advertised nor
 	// served.
 	Versions *kversion.Versions
-	Clock    clock.Clock // nil: clock.Real{}
-	Logger   zerolog.Logger
+	// BrokerConfigs are the broker's static properties, which
+	// DescribeConfigs reports for the BROKER resource (describe_configs.go).
+	BrokerConfigs []BrokerConfig
+	Clock         clock.Clock // nil: clock.Real{}
+	Logger        zerolog.Logger
+	// Groups is the group coordinator, owned by the caller. Nil: NewServer
+	// starts one with coordinator.DefaultConfig over the store, which
+	// Close stops.
+	Groups *coordinator.Coordinator
 }
 
 // Defaults for Config's zero fields.
@@ -113,6 +121,11 @@ type Server struct {
 	log           zerolog.Logger
 	clock         clock.Clock
 	fetchSessions *fetchSessions
+	// groups is the group coordinator; nil only without a store or if
+	// starting our own failed, and then group APIs answer
+	// COORDINATOR_NOT_AVAILABLE.
+	groups    *coordinator.Coordinator
+	ownGroups bool // groups was started by NewServer; Close stops it
 
 	// table is apis capped by cfg.Versions: what is advertised and served.
 	table map[int16]api
@@ -167,6 +180,17 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 		conns:     make(map[*conn]struct{}),
 	}
 	s.fetchSessions = newFetchSessions(cfg)
+	s.groups = cfg.Groups
+	if s.groups == nil && store != nil {
+		gc := coordinator.DefaultConfig()
+		gc.Clock, gc.Logger = cfg.Clock, cfg.Logger
+		g, err := coordinator.New(gc, store)
+		if err != nil {
+			s.log.Error().Err(err).Msg("starting the group coordinator failed")
+		} else {
+			s.groups, s.ownGroups = g, true
+		}
+	}
 	return s
 }
 
@@ -291,6 +315,9 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	if s.ownGroups {
+		s.groups.Close()
+	}
 	s.log.Info().Msg("protocol server closed")
 	return nil
 }

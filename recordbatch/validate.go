@@ -254,7 +254,10 @@ func Records(b []byte, maxDecompressed int) ([]Record, error) {
 	var recs []Record
 	err := ForEachRecord(b, maxDecompressed, func(r Record) error {
 		if recs == nil {
-			recs = make([]Record, 0, Header(b).RecordCount())
+			// The count is the header's claim; cap the up-front
+			// allocation so a lying header costs nothing before the
+			// records themselves disprove it.
+			recs = make([]Record, 0, max(1, min(int(Header(b).RecordCount()), 4096)))
 		}
 		recs = append(recs, r)
 		return nil

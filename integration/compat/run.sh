@@ -8,7 +8,10 @@
 #
 # Environment (all optional):
 #   COMPAT_ONLY            clients to run, space separated
-#                          (kafka-python kafka-python-0.11 confluent-kafka kafkajs java;
+#                          (kafka-python kafka-python-0.11 confluent-kafka
+#                          confluent-admin kafkajs java java-admin;
+#                          the *-admin ones drive the admin APIs: configs,
+#                          partitions, log dirs, quotas, features;
 #                          kafka-python-0.11 pins the oldest request versions
 #                          Kafka 4 still serves: Produce v3, Fetch v5, Metadata v4;
 #                          and the *-next ones below)
@@ -33,7 +36,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka kafkajs java"
+FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin"
 # Consumer groups, idempotence and transactions: beyond the first slice.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
@@ -272,6 +275,9 @@ run_client() {
     confluent-kafka)
       (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
         confluent_roundtrip.py "$BOOTSTRAP" "$topic") ;;
+    confluent-admin)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        confluent_admin.py "$BOOTSTRAP" "$topic") ;;
     kafka-python-next)
       (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
         kafka_python_next.py "$BOOTSTRAP" "$topic") ;;
@@ -291,13 +297,18 @@ run_client() {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
         -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
         dev.kcompatd.compat.Main "$BOOTSTRAP" "$topic" "${mode[@]}" ;;
+    java-admin)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.AdminChecks "$BOOTSTRAP" "$topic" ;;
   esac
 }
 
 # The toolchain install a client needs.
 install_kind() {
   case $1 in
-    kafka-python* | confluent-kafka*) echo python ;;
+    kafka-python* | confluent-*) echo python ;;
     kafkajs*) echo node ;;
     java*) echo java ;;
   esac

@@ -1,0 +1,105 @@
+package cleaner
+
+import (
+	"fmt"
+
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// segmentReader walks the whole batches of one segment, reading it in
+// chunks through the log's ReadSegment. A batch whose framing is broken is
+// an error, never the end of the data (jocko treats any scan error as the
+// end, and so loses the rest of the segment).
+type segmentReader struct {
+	log      Log
+	base     int64
+	size     int64 // bytes of the segment to read
+	buf      []byte
+	bufStart int64 // segment position of buf[0]
+	pos      int64 // position of the next batch
+	throttle *throttler
+	read     *int64 // bytes read, for the stats
+}
+
+// readChunk is how much the reader asks for at once.
+const readChunk = 1 << 20
+
+// maxBatchBytes bounds one batch: no segment batch can exceed a segment,
+// and Kafka's batch length is an int32.
+const maxBatchBytes = 1 << 30
+
+func newSegmentReader(l Log, base, size int64, buf []byte, t *throttler, read *int64) *segmentReader {
+	return &segmentReader{log: l, base: base, size: size, buf: buf[:0], throttle: t, read: read}
+}
+
+// next returns the next batch (valid until the following call) and its
+// position, or nil at the end of the segment.
+func (r *segmentReader) next() ([]byte, int64, error) {
+	if r.pos >= r.size {
+		return nil, 0, nil
+	}
+	if r.size-r.pos < recordbatch.LogOverhead {
+		return nil, 0, fmt.Errorf("cleaner: segment %d: %d stray bytes at position %d", r.base, r.size-r.pos, r.pos)
+	}
+	hdr, err := r.window(r.pos, recordbatch.LogOverhead)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := int64(recordbatch.Header(hdr).BatchLength()) + recordbatch.LogOverhead
+	if n < recordbatch.HeaderSize || n > maxBatchBytes || r.pos+n > r.size {
+		return nil, 0, fmt.Errorf("cleaner: segment %d: bad batch length %d at position %d of %d", r.base, n, r.pos, r.size)
+	}
+	b, err := r.window(r.pos, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	h, err := recordbatch.ParseHeader(b)
+	if err == nil {
+		// Checked at append and by recovery, but the cleaner rewrites what
+		// it reads: a bad batch must stop it, not be copied into a new
+		// segment with a fresh CRC.
+		err = h.CheckCRC()
+	}
+	if err == nil && h.RecordCount() < 0 {
+		err = fmt.Errorf("record count %d", h.RecordCount())
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("cleaner: segment %d position %d: %w", r.base, r.pos, err)
+	}
+	pos := r.pos
+	r.pos += n
+	return b, pos, nil
+}
+
+// window returns n bytes at pos, refilling the buffer from pos when they
+// are not all in it.
+func (r *segmentReader) window(pos, n int64) ([]byte, error) {
+	if pos >= r.bufStart && pos+n <= r.bufStart+int64(len(r.buf)) {
+		off := pos - r.bufStart
+		return r.buf[off : off+n], nil
+	}
+	want := min(max(n, readChunk), r.size-pos)
+	if int64(cap(r.buf)) < want {
+		r.buf = make([]byte, want)
+	}
+	r.buf = r.buf[:want]
+	got := 0
+	for int64(got) < want {
+		k, err := r.log.ReadSegment(r.base, r.buf[got:], pos+int64(got))
+		got += k
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			return nil, fmt.Errorf("cleaner: segment %d: short read at %d", r.base, pos+int64(got))
+		}
+	}
+	r.bufStart = pos
+	if r.read != nil {
+		*r.read += want
+	}
+	if r.throttle != nil {
+		r.throttle.wait(want)
+	}
+	return r.buf[:n], nil
+}

@@ -1,0 +1,386 @@
+package coordinator
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ClientInfo is who sent a request: JoinGroup records it on the member
+// (DescribeGroups shows it) and builds the member id from the client id.
+type ClientInfo struct {
+	ClientID   string
+	ClientHost string
+}
+
+// retries bounds how often a request follows a group that went Dead
+// under it to its replacement.
+const retries = 3
+
+// onGroup runs f on the group's goroutine (creating the group when create
+// is set) and waits for it; false if the group does not exist, or it went
+// away and no replacement could be reached.
+func (c *Coordinator) onGroup(ctx context.Context, id string, create bool, f func(g *group)) bool {
+	for i := 0; i < retries; i++ {
+		g := c.lookup(id, create)
+		if g == nil {
+			return false
+		}
+		done := make(chan struct{})
+		if !g.do(ctx, func() { f(g); close(done) }) {
+			if ctx.Err() != nil {
+				return false
+			}
+			continue
+		}
+		<-done
+		return true
+	}
+	return false
+}
+
+// JoinGroup serves a JoinGroup; it blocks until the join phase ends. A nil
+// answer means ctx ended first (the connection is closing).
+func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, client ClientInfo) *kmsg.JoinGroupResponse {
+	ch, g, r := c.startJoin(ctx, req, client)
+	if r != nil || ch == nil {
+		return r
+	}
+	return await(ctx, ch, g, func() *kmsg.JoinGroupResponse {
+		return (&group{}).joinError(req.Version, req.MemberID, kerr.CoordinatorNotAvailable.Code)
+	})
+}
+
+// startJoin hands a JoinGroup to its group and returns where the answer
+// will arrive, or the answer itself when it is immediate; (nil, nil, nil)
+// if ctx ended.
+func (c *Coordinator) startJoin(ctx context.Context, req *kmsg.JoinGroupRequest, client ClientInfo) (chan *kmsg.JoinGroupResponse, *group, *kmsg.JoinGroupResponse) {
+	fail := func(code int16) (chan *kmsg.JoinGroupResponse, *group, *kmsg.JoinGroupResponse) {
+		return nil, nil, (&group{}).joinError(req.Version, req.MemberID, code)
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	if session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout {
+		return fail(kerr.InvalidSessionTimeout.Code)
+	}
+	ch := make(chan *kmsg.JoinGroupResponse, 1)
+	var g *group
+	ok := c.onGroup(ctx, req.Group, req.MemberID == "", func(gg *group) {
+		g = gg
+		gg.join(req, client, ch)
+	})
+	if !ok {
+		if ctx.Err() != nil {
+			return nil, nil, nil
+		}
+		if req.MemberID != "" && !c.isClosed() {
+			return fail(kerr.UnknownMemberID.Code)
+		}
+		return fail(kerr.CoordinatorNotAvailable.Code)
+	}
+	return ch, g, nil
+}
+
+// await waits for a group's answer on ch; nil if ctx ends first, and
+// gone() if the group went away without answering.
+func await[T any](ctx context.Context, ch chan *T, g *group, gone func() *T) *T {
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return nil
+	case <-g.done:
+		select {
+		case r := <-ch:
+			return r
+		default:
+			return gone()
+		}
+	}
+}
+
+func (c *Coordinator) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// SyncGroup serves a SyncGroup; a follower blocks until the leader's
+// assignment arrives. nil: ctx ended first.
+func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	ch, g, r := c.startSync(ctx, req)
+	if r != nil || ch == nil {
+		return r
+	}
+	return await(ctx, ch, g, func() *kmsg.SyncGroupResponse {
+		return &kmsg.SyncGroupResponse{Version: req.Version, ErrorCode: kerr.CoordinatorNotAvailable.Code}
+	})
+}
+
+// startSync is startJoin for SyncGroup.
+func (c *Coordinator) startSync(ctx context.Context, req *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupResponse, *group, *kmsg.SyncGroupResponse) {
+	fail := func(code int16) (chan *kmsg.SyncGroupResponse, *group, *kmsg.SyncGroupResponse) {
+		return nil, nil, &kmsg.SyncGroupResponse{Version: req.Version, ErrorCode: code}
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	var g *group
+	if !c.onGroup(ctx, req.Group, false, func(gg *group) { g = gg; gg.sync(req, ch) }) {
+		if ctx.Err() != nil {
+			return nil, nil, nil
+		}
+		return fail(c.missingGroupCode())
+	}
+	return ch, g, nil
+}
+
+// missingGroupCode is the answer for a member of a group we do not have:
+// UNKNOWN_MEMBER_ID, or COORDINATOR_NOT_AVAILABLE while shutting down.
+func (c *Coordinator) missingGroupCode() int16 {
+	if c.isClosed() {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kerr.UnknownMemberID.Code
+}
+
+// Heartbeat serves a Heartbeat and returns its error code.
+func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) int16 {
+	if req.Group == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	var code int16
+	if !c.onGroup(ctx, req.Group, false, func(g *group) { code = g.heartbeatReq(req) }) {
+		return c.missingGroupCode()
+	}
+	return code
+}
+
+// LeaveGroup serves a LeaveGroup: a top-level code and one per member.
+func (c *Coordinator) LeaveGroup(ctx context.Context, groupID string, members []kmsg.LeaveGroupRequestMember) (int16, []int16) {
+	if groupID == "" {
+		return kerr.InvalidGroupID.Code, nil
+	}
+	var codes []int16
+	if !c.onGroup(ctx, groupID, false, func(g *group) { codes = g.leave(members) }) {
+		if c.isClosed() {
+			return kerr.CoordinatorNotAvailable.Code, nil
+		}
+		codes = make([]int16, len(members))
+		for i := range codes {
+			codes[i] = kerr.UnknownMemberID.Code
+		}
+	}
+	return 0, codes
+}
+
+// CommitPartition is one partition of an OffsetCommit that the caller
+// checked (the topic exists, metadata within OffsetMetadataMaxBytes).
+type CommitPartition struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// CommitTimestamp and ExpireTimestamp in ms; ExpireTimestamp -1:
+	// none.
+	CommitTimestamp, ExpireTimestamp int64
+}
+
+// OffsetMetadataMaxBytes is offset.metadata.max.bytes.
+func (c *Coordinator) OffsetMetadataMaxBytes() int { return c.cfg.OffsetMetadataMaxBytes }
+
+// Now is the coordinator's clock, in ms, for commit timestamps.
+func (c *Coordinator) Now() int64 { return c.clock.Now().UnixMilli() }
+
+// CommitOffsets validates the committer and writes the offsets; the code
+// applies to every partition given.
+func (c *Coordinator) CommitOffsets(ctx context.Context, version int16, groupID string, generation int32, memberID string, instanceID *string, parts []CommitPartition) int16 {
+	if len(parts) == 0 {
+		// Kafka validates nothing for an empty commit either.
+		return 0
+	}
+	ps := make([]commitPart, len(parts))
+	for i, p := range parts {
+		ps[i] = commitPart{
+			tp: topicPartition{p.Topic, p.Partition},
+			entry: offsetEntry{
+				offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata,
+				commitTimestamp: p.CommitTimestamp, expireTimestamp: p.ExpireTimestamp,
+			},
+		}
+	}
+	var code int16
+	ok := c.onGroup(ctx, groupID, generation < 0, func(g *group) {
+		code = g.commit(generation, memberID, instanceID, ps)
+	})
+	if !ok {
+		if c.isClosed() || ctx.Err() != nil {
+			return kerr.CoordinatorNotAvailable.Code
+		}
+		// A member of a group we do not have: the group was removed or
+		// the member is from another generation. Kafka answers
+		// GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION
+		// before.
+		if version >= 9 {
+			return kerr.GroupIDNotFound.Code
+		}
+		return kerr.IllegalGeneration.Code
+	}
+	return code
+}
+
+// Offset is one committed offset as OffsetFetch returns it.
+type Offset struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// FetchOffsets returns a group's committed offsets: of the given
+// partitions (-1 for those without one), or all when topics is nil, sorted
+// by topic and partition.
+func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, topics map[string][]int32) ([]Offset, int16) {
+	var out []Offset
+	found := c.onGroup(ctx, groupID, false, func(g *group) {
+		if g.state == stateDead {
+			return
+		}
+		if topics == nil {
+			for tp, e := range g.offsets {
+				out = append(out, Offset{tp.topic, tp.partition, e.offset, e.leaderEpoch, e.metadata})
+			}
+			return
+		}
+		for t, ps := range topics {
+			for _, p := range ps {
+				o := Offset{t, p, -1, -1, ""}
+				if e, ok := g.offsets[topicPartition{t, p}]; ok {
+					o = Offset{t, p, e.offset, e.leaderEpoch, e.metadata}
+				}
+				out = append(out, o)
+			}
+		}
+	})
+	if !found {
+		if c.isClosed() {
+			return nil, kerr.CoordinatorNotAvailable.Code
+		}
+		for t, ps := range topics {
+			for _, p := range ps {
+				out = append(out, Offset{t, p, -1, -1, ""})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, 0
+}
+
+// DescribeGroup describes one group; found is false for a group we do not
+// have.
+func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string, version int16) (kmsg.DescribeGroupsResponseGroup, bool) {
+	var d kmsg.DescribeGroupsResponseGroup
+	found := c.onGroup(ctx, groupID, false, func(g *group) { d = g.describe(version) })
+	if !found || d.State == stateDead.String() {
+		return kmsg.DescribeGroupsResponseGroup{Group: groupID, State: stateDead.String(), Members: []kmsg.DescribeGroupsResponseGroupMember{}}, false
+	}
+	return d, true
+}
+
+// GroupListing is one ListGroups entry.
+type GroupListing struct {
+	Group, ProtocolType, State string
+}
+
+// ListGroups lists the groups whose state is among states and whose type
+// among types (empty filters match everything; matching ignores case, as
+// Kafka's does). Every group here is of type "classic".
+func (c *Coordinator) ListGroups(states, types []string) []GroupListing {
+	match := func(v string, filter []string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []GroupListing
+	if !match("classic", types) {
+		return out
+	}
+	for _, g := range c.allGroups() {
+		s := g.sum.Load()
+		if s == nil || s.state == stateDead || !match(s.state.String(), states) {
+			continue
+		}
+		out = append(out, GroupListing{Group: g.id, ProtocolType: s.protocolType, State: s.state.String()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
+}
+
+// DeleteGroup deletes an Empty group and its offsets.
+func (c *Coordinator) DeleteGroup(ctx context.Context, groupID string) int16 {
+	var code int16
+	if !c.onGroup(ctx, groupID, false, func(g *group) { code = g.deleteGroup() }) {
+		if c.isClosed() {
+			return kerr.CoordinatorNotAvailable.Code
+		}
+		return kerr.GroupIDNotFound.Code
+	}
+	return code
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// DeleteOffsets is OffsetDelete: a top-level code and one per partition.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, parts []TopicPartition) (int16, []int16) {
+	tps := make([]topicPartition, len(parts))
+	for i, p := range parts {
+		tps[i] = topicPartition{p.Topic, p.Partition}
+	}
+	var code int16
+	var codes []int16
+	if !c.onGroup(ctx, groupID, false, func(g *group) { code, codes = g.deleteOffsets(tps) }) {
+		if c.isClosed() {
+			return kerr.CoordinatorNotAvailable.Code, nil
+		}
+		return kerr.GroupIDNotFound.Code, nil
+	}
+	return code, codes
+}
+
+// TopicDeleted drops every group's committed offsets of a deleted topic,
+// writing tombstones, as Kafka's onPartitionsDeleted does.
+func (c *Coordinator) TopicDeleted(ctx context.Context, topic string) {
+	for _, g := range c.allGroups() {
+		done := make(chan struct{})
+		if g.do(ctx, func() { g.dropTopic(topic); close(done) }) {
+			select {
+			case <-done:
+			case <-g.done:
+			}
+		}
+	}
+}

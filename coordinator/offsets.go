@@ -1,0 +1,249 @@
+package coordinator
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// commitPart is one partition of an OffsetCommit that passed the topic
+// and metadata checks.
+type commitPart struct {
+	tp    topicPartition
+	entry offsetEntry
+}
+
+// validateCommit is Kafka's ClassicGroup.validateOffsetCommit.
+func (g *group) validateCommit(generation int32, memberID string, instanceID *string) int16 {
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if generation < 0 && g.state == stateEmpty {
+		return 0 // a simple consumer or the admin client
+	}
+	if generation >= 0 || memberID != "" || instanceID != nil {
+		if code := g.checkMember(memberID, instanceID); code != 0 {
+			return code
+		}
+		if generation != g.generation {
+			return kerr.IllegalGeneration.Code
+		}
+	} else if g.state != stateEmpty {
+		return kerr.UnknownMemberID.Code
+	}
+	if g.state == stateCompletingRebalance {
+		return kerr.RebalanceInProgress.Code
+	}
+	return 0
+}
+
+// commit validates and writes offsets; the code applies to every part.
+func (g *group) commit(generation int32, memberID string, instanceID *string, parts []commitPart) int16 {
+	if code := g.validateCommit(generation, memberID, instanceID); code != 0 {
+		return code
+	}
+	recs := make([]recordbatch.Record, 0, len(parts))
+	for i := range parts {
+		recs = append(recs, g.offsetRecord(parts[i].tp, &parts[i].entry))
+	}
+	if err := g.append(recs); err != nil {
+		g.log.Error().Err(err).Msg("writing offset commit failed")
+		return appendErrorCode(err)
+	}
+	for _, p := range parts {
+		g.offsets[p.tp] = p.entry
+	}
+	if m := g.members[memberID]; m != nil && m.joinCh == nil && m.syncCh == nil {
+		g.heartbeat(m)
+	}
+	return 0
+}
+
+// deleteOffsets is OffsetDelete on the group's goroutine: a top-level
+// code, and per partition code in parts' order.
+func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
+	codes := make([]int16, len(parts))
+	if g.state == stateDead {
+		return kerr.GroupIDNotFound.Code, codes
+	}
+	var subscribed map[string]bool // nil: nobody subscribes (as Kafka, also when unparsable)
+	if g.state != stateEmpty {
+		if g.protocolType != "consumer" {
+			return kerr.NonEmptyGroup.Code, codes
+		}
+		subscribed, _ = g.subscribedTopics()
+	}
+	var recs []recordbatch.Record
+	var del []topicPartition
+	for i, tp := range parts {
+		if subscribed[tp.topic] {
+			codes[i] = kerr.GroupSubscribedToTopic.Code
+			continue
+		}
+		if _, ok := g.offsets[tp]; ok {
+			recs = append(recs, g.offsetRecord(tp, nil))
+			del = append(del, tp)
+		}
+	}
+	if err := g.append(recs); err != nil {
+		return appendErrorCode(err), codes
+	}
+	for _, tp := range del {
+		delete(g.offsets, tp)
+	}
+	return 0, codes
+}
+
+// subscribedTopics parses the consumer protocol subscriptions of the
+// members; ok is false if one does not parse (Kafka then knows no
+// subscriptions).
+func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
+	out := map[string]bool{}
+	for _, m := range g.members {
+		meta := m.metadataFor(g.protocol)
+		if meta == nil && len(m.protocols) > 0 {
+			meta = m.protocols[0].metadata
+		}
+		var s kmsg.ConsumerMemberMetadata
+		if err := s.ReadFrom(meta); err != nil {
+			return nil, false
+		}
+		for _, t := range s.Topics {
+			out[t] = true
+		}
+	}
+	return out, true
+}
+
+// expireOffsets drops offsets past their retention (KIP-211): an explicit
+// expire timestamp when the commit had one; otherwise, for a group with
+// no protocol (offsets only), the commit time plus retention; for an
+// Empty group, the time it became Empty plus retention; for a Stable
+// consumer group, only offsets of topics nobody subscribes to, by commit
+// time (KIP-496). An Empty group left with no offsets is deleted.
+func (g *group) expireOffsets() {
+	if g.state == stateDead {
+		return
+	}
+	now := g.c.clock.Now()
+	nowMs := now.UnixMilli()
+	retention := g.c.cfg.OffsetsRetention.Milliseconds()
+	var subscribed map[string]bool
+	if g.state == stateStable && g.protocolType == "consumer" {
+		var ok bool
+		if subscribed, ok = g.subscribedTopics(); !ok {
+			return // Kafka expires nothing it cannot attribute
+		}
+	}
+	var recs []recordbatch.Record
+	var expired []topicPartition
+	for tp, e := range g.offsets {
+		var due bool
+		switch {
+		case e.expireTimestamp >= 0:
+			due = nowMs >= e.expireTimestamp
+		case g.protocolType == "" || subscribed != nil:
+			due = nowMs >= e.commitTimestamp+retention && !subscribed[tp.topic]
+		case g.state == stateEmpty:
+			due = nowMs >= g.stateSince.UnixMilli()+retention
+		}
+		if due {
+			recs = append(recs, g.offsetRecord(tp, nil))
+			expired = append(expired, tp)
+		}
+	}
+	dead := g.state == stateEmpty && len(expired) == len(g.offsets) && len(g.pending) == 0
+	if dead && g.generation > 0 {
+		recs = append(recs, g.groupRecord(true))
+	}
+	if err := g.append(recs); err != nil {
+		g.log.Error().Err(err).Msg("writing expired offset tombstones failed")
+		return
+	}
+	for _, tp := range expired {
+		delete(g.offsets, tp)
+	}
+	if len(expired) > 0 {
+		g.log.Info().Int("offsets", len(expired)).Msg("expired committed offsets")
+	}
+	if dead {
+		g.log.Info().Msg("removing empty group without offsets")
+		g.setState(stateDead)
+	}
+}
+
+// dropTopic removes the offsets of a deleted topic; an Empty group left
+// without offsets stays until the expiry pass, as in Kafka.
+func (g *group) dropTopic(topic string) {
+	var recs []recordbatch.Record
+	var del []topicPartition
+	for tp := range g.offsets {
+		if tp.topic == topic {
+			recs = append(recs, g.offsetRecord(tp, nil))
+			del = append(del, tp)
+		}
+	}
+	if err := g.append(recs); err != nil {
+		g.log.Error().Err(err).Str("topic", topic).Msg("writing tombstones for a deleted topic's offsets failed")
+		return
+	}
+	for _, tp := range del {
+		delete(g.offsets, tp)
+	}
+}
+
+// deleteGroup is DeleteGroups on the group's goroutine.
+func (g *group) deleteGroup() int16 {
+	switch g.state {
+	case stateDead:
+		return kerr.GroupIDNotFound.Code
+	case stateEmpty:
+	default:
+		return kerr.NonEmptyGroup.Code
+	}
+	recs := make([]recordbatch.Record, 0, len(g.offsets)+1)
+	for tp := range g.offsets {
+		recs = append(recs, g.offsetRecord(tp, nil))
+	}
+	recs = append(recs, g.groupRecord(true))
+	if err := g.append(recs); err != nil {
+		g.log.Error().Err(err).Msg("writing group tombstones failed")
+		return appendErrorCode(err)
+	}
+	g.offsets = map[topicPartition]offsetEntry{}
+	g.log.Info().Msg("group deleted")
+	g.setState(stateDead)
+	return 0
+}
+
+// describe is DescribeGroups' entry for this group.
+func (g *group) describe(version int16) kmsg.DescribeGroupsResponseGroup {
+	d := kmsg.DescribeGroupsResponseGroup{
+		Group:                g.id,
+		State:                g.state.String(),
+		ProtocolType:         g.protocolType,
+		AuthorizedOperations: -2147483648,
+	}
+	stable := g.state == stateStable
+	if stable {
+		d.Protocol = g.protocol
+	}
+	for _, m := range g.members {
+		dm := kmsg.DescribeGroupsResponseGroupMember{
+			MemberID:   m.id,
+			InstanceID: m.instanceID,
+			ClientID:   m.clientID,
+			ClientHost: m.clientHost,
+		}
+		if stable {
+			dm.ProtocolMetadata = nonNil(m.metadataFor(g.protocol))
+			dm.MemberAssignment = nonNil(m.assignment)
+		} else {
+			dm.ProtocolMetadata = []byte{}
+			dm.MemberAssignment = []byte{}
+		}
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}

@@ -1,0 +1,287 @@
+package protocol
+
+// AlterConfigs: v0-2
+//
+// Behavior (Kafka's ConfigAdminManager.preprocess, then the controller's
+// ConfigurationControlManager.legacyAlterConfigResource):
+//   - Each resource's configs replace its whole set: a topic config not
+//     named is removed (back to the broker default), as are the dynamic
+//     broker configs of a BROKER resource.
+//   - A resource named twice gets INVALID_REQUEST "Each resource must
+//     appear at most once." (both), duplicate keys INVALID_REQUEST "Error
+//     due to duplicate config keys", a null value INVALID_REQUEST "Null
+//     value not supported for : <names>".
+//   - TOPIC: "" is INVALID_REQUEST, a bad name INVALID_TOPIC_EXCEPTION;
+//     the configs are validated first (INVALID_CONFIG with Kafka's
+//     message), then the topic must exist (UNKNOWN_TOPIC_OR_PARTITION "The
+//     topic 'x' does not exist.").
+//   - BROKER "" (cluster default) or "<node.id>" (another id or a
+//     non-number is INVALID_REQUEST): only the broker defaults of topic
+//     configs may change (log.segment.bytes, log.retention.ms, ...; Kafka's
+//     DynamicLogConfig); others are INVALID_REQUEST "Cannot update these
+//     configs dynamically: Set(...)", and a bad value INVALID_REQUEST with
+//     Kafka's ConfigException text (KAFKA-13609 keeps that code).
+//   - BROKER_LOGGER and other types: INVALID_REQUEST "Unknown resource
+//     type N", as Kafka (legacy AlterConfigs never supported loggers).
+//   - ValidateOnly validates everything and changes nothing.
+//   - Changes apply to every partition at once and survive a restart.
+//
+// Version notes: v1 no change; v2 flexible.
+
+import (
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/partition"
+)
+
+func init() { register(33, 0, 2, handleAlterConfigs) }
+
+// configOp is one change to one config of a resource.
+type configOp struct {
+	name  string
+	op    kmsg.IncrementalAlterConfigOp // legacy AlterConfigs: SET
+	value *string
+}
+
+// Incremental operations (AlterConfigOp.OpType ids).
+const (
+	opSet      = kmsg.IncrementalAlterConfigOp(0)
+	opDelete   = kmsg.IncrementalAlterConfigOp(1)
+	opAppend   = kmsg.IncrementalAlterConfigOp(2)
+	opSubtract = kmsg.IncrementalAlterConfigOp(3)
+)
+
+func opName(op kmsg.IncrementalAlterConfigOp) string {
+	switch op {
+	case opSet:
+		return "SET"
+	case opDelete:
+		return "DELETE"
+	case opAppend:
+		return "APPEND"
+	case opSubtract:
+		return "SUBTRACT"
+	}
+	return strconv.Itoa(int(op))
+}
+
+func handleAlterConfigs(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
+		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+	})
+	for i, res := range req.Resources {
+		out := kmsg.NewAlterConfigsResponseResource()
+		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
+		var err error
+		if dup[i] {
+			err = invalidRequest("Each resource must appear at most once.")
+		} else {
+			ops := make([]configOp, len(res.Configs))
+			for j, c := range res.Configs {
+				ops[j] = configOp{name: c.Name, op: opSet, value: c.Value}
+			}
+			err = s.alterResource(res.ResourceType, res.ResourceName, ops, false, req.ValidateOnly)
+		}
+		out.ErrorCode, out.ErrorMessage = s.configErrorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, out)
+	}
+	return resp, nil
+}
+
+// duplicateResources marks the resources named more than once.
+func duplicateResources(n int, key func(int) (kmsg.ConfigResourceType, string)) []bool {
+	type k struct {
+		t    kmsg.ConfigResourceType
+		name string
+	}
+	count := make(map[k]int, n)
+	for i := 0; i < n; i++ {
+		t, name := key(i)
+		count[k{t, name}]++
+	}
+	dup := make([]bool, n)
+	for i := 0; i < n; i++ {
+		t, name := key(i)
+		dup[i] = count[k{t, name}] > 1
+	}
+	return dup
+}
+
+// alterMu serializes config changes, as Kafka's controller does, so that
+// two incremental alters of one resource cannot lose each other's change
+// (each reads the current set, then writes a new one). Alters are rare.
+var alterMu sync.Mutex
+
+// alterResource applies ops to one resource: incrementally (the configs
+// not named stay) or replacing the whole set (legacy AlterConfigs).
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []configOp, incremental, validateOnly bool) error {
+	seen := make(map[string]bool, len(ops))
+	var nulls []string
+	for _, o := range ops {
+		if seen[o.name] {
+			return invalidRequest("Error due to duplicate config keys")
+		}
+		seen[o.name] = true
+		if o.op != opDelete && o.value == nil {
+			nulls = append(nulls, o.name)
+		}
+	}
+	if len(nulls) > 0 {
+		return invalidRequest("Null value not supported for : %s", strings.Join(nulls, ", "))
+	}
+	alterMu.Lock()
+	defer alterMu.Unlock()
+	switch typ {
+	case resourceTopic:
+		return s.alterTopic(name, ops, incremental, validateOnly)
+	case resourceBroker:
+		return s.alterBroker(name, ops, incremental, validateOnly)
+	case resourceBrokerLogger:
+		if incremental {
+			// kcompatd's logger is handed in by the embedder and has no
+			// per-class loggers to change; say so rather than pretend.
+			return invalidRequest("kcompatd does not support changing logger levels at run time")
+		}
+	}
+	return invalidRequest("Unknown resource type %d", typ)
+}
+
+func (s *Server) alterTopic(name string, ops []configOp, incremental, validateOnly bool) error {
+	if name == "" {
+		return invalidRequest("Default topic resources are not allowed.")
+	}
+	if err := partition.ValidateTopicName(name); err != nil {
+		return err
+	}
+	t := s.store.Topic(name)
+	next := map[string]string{}
+	if incremental && t != nil {
+		for k, v := range t.Overrides {
+			next[k] = v
+		}
+	}
+	for _, o := range ops {
+		switch o.op {
+		case opSet:
+			next[o.name] = *o.value
+		case opDelete:
+			delete(next, o.name)
+		case opAppend, opSubtract:
+			if topicConfigTypes[o.name] != configTypeList {
+				return &configError{kerr.InvalidConfig, "Can't " + opName(o.op) + " to key " + o.name + " because its type is not LIST."}
+			}
+			cur, ok := next[o.name]
+			if !ok {
+				cur = kafkaTopicConfigDefaults[o.name]
+			}
+			next[o.name] = applyListOp(cur, o.op, *o.value)
+		default:
+			return invalidRequest("Unknown operations type %d", o.op)
+		}
+	}
+	if _, err := partition.ResolveLogConfig(s.store.Defaults(), next); err != nil {
+		return err
+	}
+	if t == nil {
+		return &configError{kerr.UnknownTopicOrPartition, "The topic '" + name + "' does not exist."}
+	}
+	_, err := s.store.AlterTopicConfig(name, next, validateOnly)
+	if errors.Is(err, partition.ErrUnknownTopic) { // deleted meanwhile
+		return &configError{kerr.UnknownTopicOrPartition, "The topic '" + name + "' does not exist."}
+	}
+	if err == nil && !validateOnly {
+		s.log.Info().Str("topic", name).Int("overrides", len(next)).Msg("topic configs altered")
+	}
+	return err
+}
+
+// applyListOp is Kafka's APPEND (add the items not present) and SUBTRACT
+// (remove the items) on a LIST config.
+func applyListOp(cur string, op kmsg.IncrementalAlterConfigOp, value string) string {
+	var parts []string
+	for _, p := range strings.Split(cur, ",") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	for _, v := range strings.Split(value, ",") {
+		i := -1
+		for j, p := range parts {
+			if p == v {
+				i = j
+				break
+			}
+		}
+		switch {
+		case op == opAppend && i < 0:
+			parts = append(parts, v)
+		case op == opSubtract && i >= 0:
+			parts = append(parts[:i], parts[i+1:]...)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *Server) alterBroker(name string, ops []configOp, incremental, validateOnly bool) error {
+	perBroker := name != ""
+	if perBroker {
+		if err := s.checkBrokerID(name, "Node id must be an integer, but it is: %s", "Unexpected broker id, expected %d, but received %s"); err != nil {
+			return err
+		}
+	}
+	def, br := s.store.DynamicBrokerConfigs()
+	next := map[string]string{}
+	if incremental {
+		if perBroker {
+			next = br
+		} else {
+			next = def
+		}
+	}
+	var fixed []string
+	for _, o := range ops {
+		if !brokerDynamic(o.name) {
+			fixed = append(fixed, o.name)
+			continue
+		}
+		switch o.op {
+		case opSet:
+			next[o.name] = *o.value
+		case opDelete:
+			delete(next, o.name)
+		case opAppend, opSubtract:
+			if brokerConfigDefs[o.name].typ != configTypeList {
+				return invalidRequest("Config value %s is not allowed for config key: %s", strings.ToLower(opName(o.op)), o.name)
+			}
+			cur, ok := next[o.name]
+			if !ok {
+				view := s.configView()
+				if v := view.brokerValue(o.name); v != nil {
+					cur = *v
+				}
+			}
+			next[o.name] = applyListOp(cur, o.op, *o.value)
+		default:
+			return invalidRequest("Unknown operations type %d", o.op)
+		}
+	}
+	if len(fixed) > 0 {
+		sort.Strings(fixed)
+		return invalidRequest("Cannot update these configs dynamically: Set(%s)", strings.Join(fixed, ", "))
+	}
+	err := s.store.AlterDynamicBrokerConfigs(perBroker, next, validateOnly)
+	if errors.Is(err, partition.ErrInvalidConfig) {
+		// Kafka answers a bad broker value with INVALID_REQUEST (KAFKA-13609).
+		return &configError{kerr.InvalidRequest, err.Error()}
+	}
+	return err
+}

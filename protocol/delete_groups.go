@@ -1,0 +1,28 @@
+package protocol
+
+// DeleteGroups: v0-2
+//
+// Behavior: deletes Empty groups with their committed offsets, writing
+// tombstones to __consumer_offsets. A group with members is
+// NON_EMPTY_GROUP; one we do not have GROUP_ID_NOT_FOUND.
+//
+// Version notes:
+//   - v1: no schema change
+//   - v2: flexible
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() { register(42, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		code := coordinatorNotAvailable
+		if s.groups != nil {
+			code = s.groups.DeleteGroup(r.Ctx, id)
+		}
+		resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: id, ErrorCode: code})
+	}
+	return resp, nil
+}

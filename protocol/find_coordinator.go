@@ -1,0 +1,83 @@
+package protocol
+
+// FindCoordinator: v0-6
+//
+// Behavior:
+//   - Key type 0 (group): this node, for every group. The first lookup
+//     creates __consumer_offsets (offsets.topic.num.partitions partitions,
+//     cleanup.policy=compact), as Kafka does; if that fails the key gets
+//     COORDINATOR_NOT_AVAILABLE.
+//   - Key type 1 (transaction): there is no transaction coordinator yet.
+//     Deliberate difference: INVALID_REQUEST with a message saying so, not
+//     the retriable COORDINATOR_NOT_AVAILABLE, so a transactional producer
+//     fails at once with that message instead of retrying until its
+//     timeout; nor does it get pointed at a coordinator that would refuse
+//     it.
+//   - Key type 2 (share, v6+) and unknown types: INVALID_REQUEST (share
+//     groups are not served).
+//
+// Version notes:
+//   - v1: KeyType, ErrorMessage, throttle
+//   - v2: no schema change
+//   - v3: flexible
+//   - v4: batched CoordinatorKeys, answered per key in Coordinators
+//     (KIP-699)
+//   - v5: no schema change (TRANSACTION_ABORTABLE for transactions)
+//   - v6: share coordinator key type (KIP-932)
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(10, 0, 6, handleFindCoordinator) }
+
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+func handleFindCoordinator(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keyType := req.CoordinatorType
+	if r.Version == 0 {
+		keyType = coordinatorGroup
+	}
+	if r.Version < 4 {
+		c := s.findCoordinator(keyType, req.CoordinatorKey)
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+		return resp, nil
+	}
+	for _, k := range req.CoordinatorKeys {
+		resp.Coordinators = append(resp.Coordinators, s.findCoordinator(keyType, k))
+	}
+	return resp, nil
+}
+
+func (s *Server) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1}
+	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode = e.Code
+		c.ErrorMessage = &msg
+		return c
+	}
+	switch keyType {
+	case coordinatorGroup:
+		if s.groups == nil {
+			return fail(kerr.CoordinatorNotAvailable, "The group coordinator is not available.")
+		}
+		if _, err := s.groups.EnsureOffsetsTopic(); err != nil {
+			return fail(kerr.CoordinatorNotAvailable, "The coordinator is not available.")
+		}
+	case coordinatorTransaction:
+		return fail(kerr.InvalidRequest, "kcompatd has no transaction coordinator yet: transactions are not supported.")
+	default:
+		return fail(kerr.InvalidRequest, "Unsupported key type.")
+	}
+	c.NodeID = s.cfg.NodeID
+	c.Host = s.cfg.AdvertisedHost
+	c.Port = s.cfg.AdvertisedPort
+	return c
+}

@@ -1,0 +1,400 @@
+package protocol
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator"
+)
+
+func init() {
+	versionChecks[8] = checkOffsetCommitVersion
+	versionChecks[9] = checkOffsetFetchVersion
+	versionChecks[10] = checkFindCoordinatorVersion
+	versionChecks[11] = checkJoinGroupVersion
+	versionChecks[12] = checkHeartbeatVersion
+	versionChecks[13] = checkLeaveGroupVersion
+	versionChecks[14] = checkSyncGroupVersion
+	versionChecks[15] = checkDescribeGroupsVersion
+	versionChecks[16] = checkListGroupsVersion
+	versionChecks[42] = checkDeleteGroupsVersion
+	versionChecks[47] = checkOffsetDeleteVersion
+}
+
+// groupBroker is a test broker whose groups rebalance without the initial
+// delay, so a JoinGroup is answered without moving the clock.
+func groupBroker(t testing.TB) (*testBroker, *wire) {
+	t.Helper()
+	b := startBrokerPrep(t, nil, func(s *Server) {
+		s.groups.Close()
+		cfg := coordinator.DefaultConfig()
+		cfg.InitialRebalanceDelay = 0
+		cfg.OffsetsTopicPartitions = 3
+		cfg.Clock, cfg.Logger = s.clock, s.log
+		g, err := coordinator.New(cfg, s.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.groups = g
+	})
+	return b, dialWire(t, b.addr)
+}
+
+func expectErr(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	var w int16
+	if want != nil {
+		w = want.Code
+	}
+	if got != w {
+		t.Fatalf("%s: got %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+// joinAt joins group at version v (through MEMBER_ID_REQUIRED from v4) and
+// returns the answer.
+func joinAt(t *testing.T, w *wire, v int16, group string, instance *string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(v)
+	req.Group = group
+	req.SessionTimeoutMillis = 10000
+	req.RebalanceTimeoutMillis = 20000
+	req.ProtocolType = "consumer"
+	req.InstanceID = instance
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	resp := w.roundTrip(req).(*kmsg.JoinGroupResponse)
+	if v >= 4 && instance == nil {
+		expectErr(t, "first join", resp.ErrorCode, kerr.MemberIDRequired)
+		req.MemberID = resp.MemberID
+		resp = w.roundTrip(req).(*kmsg.JoinGroupResponse)
+	}
+	expectErr(t, "join", resp.ErrorCode, nil)
+	return resp
+}
+
+// stable makes a one-member stable group at JoinGroup/SyncGroup v9/v5.
+func stable(t *testing.T, w *wire, group string) (member string, gen int32) {
+	t.Helper()
+	j := joinAt(t, w, 9, group, nil)
+	s := kmsg.NewPtrSyncGroupRequest()
+	s.SetVersion(5)
+	s.Group, s.Generation, s.MemberID = group, j.Generation, j.MemberID
+	s.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: []byte("assigned")}}
+	expectErr(t, "sync", w.roundTrip(s).(*kmsg.SyncGroupResponse).ErrorCode, nil)
+	return j.MemberID, j.Generation
+}
+
+func checkFindCoordinatorVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.SetVersion(v)
+	if v < 4 {
+		req.CoordinatorKey = "g"
+		resp := w.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		expectErr(t, "find", resp.ErrorCode, nil)
+		if resp.NodeID != 1 || resp.Host != "127.0.0.1" || resp.Port != b.s.cfg.AdvertisedPort {
+			t.Fatalf("coordinator %+v", resp)
+		}
+	} else {
+		req.CoordinatorKeys = []string{"a", "b"}
+		resp := w.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		if len(resp.Coordinators) != 2 || resp.Coordinators[1].Key != "b" || resp.Coordinators[1].NodeID != 1 || resp.Coordinators[1].ErrorCode != 0 {
+			t.Fatalf("coordinators %+v", resp.Coordinators)
+		}
+	}
+	if tp := b.store.Topic(coordinator.OffsetsTopic); tp == nil || len(tp.Partitions) != 3 || tp.Config.CleanupPolicy != "compact" {
+		t.Fatalf("__consumer_offsets not created as expected: %+v", tp)
+	}
+	if v >= 1 {
+		req.CoordinatorType = 1
+		resp := w.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		code := resp.ErrorCode
+		if v >= 4 {
+			code = resp.Coordinators[0].ErrorCode
+		}
+		expectErr(t, "transaction key", code, kerr.InvalidRequest)
+	}
+}
+
+func checkJoinGroupVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	_, w := groupBroker(t)
+	r := joinAt(t, w, v, "g", nil)
+	if r.Generation != 1 || r.LeaderID != r.MemberID || len(r.Members) != 1 {
+		t.Fatalf("join %+v", r)
+	}
+	if v >= 7 && (r.ProtocolType == nil || *r.ProtocolType != "consumer" || r.Protocol == nil || *r.Protocol != "range") {
+		t.Fatalf("protocol type/name %v %v", r.ProtocolType, r.Protocol)
+	}
+	if v < 7 && (r.Protocol == nil || *r.Protocol != "range") {
+		t.Fatalf("protocol %v", r.Protocol)
+	}
+	if v >= 5 {
+		inst := "i"
+		r := joinAt(t, w, v, "static", &inst)
+		if len(r.Members) != 1 || r.Members[0].InstanceID == nil || *r.Members[0].InstanceID != "i" {
+			t.Fatalf("static join %+v", r)
+		}
+	}
+	bad := kmsg.NewPtrJoinGroupRequest()
+	bad.SetVersion(v)
+	bad.Group, bad.SessionTimeoutMillis, bad.ProtocolType = "g2", 1, "consumer"
+	bad.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	expectErr(t, "short session", w.roundTrip(bad).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidSessionTimeout)
+}
+
+func checkSyncGroupVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	_, w := groupBroker(t)
+	j := joinAt(t, w, 9, "g", nil)
+	s := kmsg.NewPtrSyncGroupRequest()
+	s.SetVersion(v)
+	s.Group, s.Generation, s.MemberID = "g", j.Generation, j.MemberID
+	s.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: []byte("a")}}
+	if v >= 5 {
+		s.ProtocolType, s.Protocol = strp("consumer"), strp("range")
+	}
+	resp := w.roundTrip(s).(*kmsg.SyncGroupResponse)
+	expectErr(t, "sync", resp.ErrorCode, nil)
+	if string(resp.MemberAssignment) != "a" {
+		t.Fatalf("assignment %q", resp.MemberAssignment)
+	}
+	if v >= 5 && (resp.ProtocolType == nil || *resp.ProtocolType != "consumer" || *resp.Protocol != "range") {
+		t.Fatalf("protocol %v %v", resp.ProtocolType, resp.Protocol)
+	}
+	s.Generation++
+	expectErr(t, "wrong generation", w.roundTrip(s).(*kmsg.SyncGroupResponse).ErrorCode, kerr.IllegalGeneration)
+	if v >= 5 {
+		s.Generation--
+		s.Protocol = strp("roundrobin")
+		expectErr(t, "wrong protocol", w.roundTrip(s).(*kmsg.SyncGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol)
+	}
+}
+
+func checkHeartbeatVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	_, w := groupBroker(t)
+	m, gen := stable(t, w, "g")
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(v)
+	hb.Group, hb.Generation, hb.MemberID = "g", gen, m
+	expectErr(t, "heartbeat", w.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode, nil)
+	hb.Generation = gen + 1
+	expectErr(t, "wrong generation", w.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode, kerr.IllegalGeneration)
+	hb.MemberID = "other"
+	expectErr(t, "unknown member", w.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode, kerr.UnknownMemberID)
+}
+
+func checkLeaveGroupVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	m, _ := stable(t, w, "g")
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.SetVersion(v)
+	req.Group = "g"
+	if v < 3 {
+		req.MemberID = m
+		expectErr(t, "leave", w.roundTrip(req).(*kmsg.LeaveGroupResponse).ErrorCode, nil)
+		expectErr(t, "leave again", w.roundTrip(req).(*kmsg.LeaveGroupResponse).ErrorCode, kerr.UnknownMemberID)
+	} else {
+		req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m}, {MemberID: "nobody"}}
+		resp := w.roundTrip(req).(*kmsg.LeaveGroupResponse)
+		expectErr(t, "leave", resp.ErrorCode, nil)
+		if len(resp.Members) != 2 || resp.Members[0].ErrorCode != 0 || resp.Members[1].ErrorCode != kerr.UnknownMemberID.Code {
+			t.Fatalf("members %+v", resp.Members)
+		}
+	}
+	if d, _ := b.s.groups.DescribeGroup(t.Context(), "g", 5); d.State != "Empty" {
+		t.Fatalf("state after leave %s", d.State)
+	}
+}
+
+func commitReq(v int16, group string, gen int32, member, topic string, offset int64) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.SetVersion(v)
+	req.Group, req.Generation, req.MemberID = group, gen, member
+	p := kmsg.NewOffsetCommitRequestTopicPartition()
+	p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = 0, offset, 7, strp("m")
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{p}}}
+	return req
+}
+
+func fetchOffset(t *testing.T, w *wire, group, topic string) kmsg.OffsetFetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(7)
+	req.Group = group
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: topic, Partitions: []int32{0}}}
+	resp := w.roundTrip(req).(*kmsg.OffsetFetchResponse)
+	return resp.Topics[0].Partitions[0]
+}
+
+func checkOffsetCommitVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	resp := w.roundTrip(commitReq(v, "simple", -1, "", "t", 5)).(*kmsg.OffsetCommitResponse)
+	expectErr(t, "simple commit", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	got := fetchOffset(t, w, "simple", "t")
+	wantEpoch := int32(-1)
+	if v >= 6 {
+		wantEpoch = 7
+	}
+	if got.Offset != 5 || got.LeaderEpoch != wantEpoch || *got.Metadata != "m" {
+		t.Fatalf("fetched %+v", got)
+	}
+	resp = w.roundTrip(commitReq(v, "simple", -1, "", "nope", 5)).(*kmsg.OffsetCommitResponse)
+	expectErr(t, "unknown topic", resp.Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+	if v >= 1 {
+		m, gen := stable(t, w, "g")
+		resp = w.roundTrip(commitReq(v, "g", gen, m, "t", 9)).(*kmsg.OffsetCommitResponse)
+		expectErr(t, "member commit", resp.Topics[0].Partitions[0].ErrorCode, nil)
+		resp = w.roundTrip(commitReq(v, "g", gen+1, m, "t", 9)).(*kmsg.OffsetCommitResponse)
+		expectErr(t, "wrong generation", resp.Topics[0].Partitions[0].ErrorCode, kerr.IllegalGeneration)
+	}
+}
+
+func checkOffsetFetchVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	b.createTopic(t, "t", 2, nil)
+	for _, g := range []string{"g1", "g2"} {
+		w.roundTrip(commitReq(6, g, -1, "", "t", 3))
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(v)
+	if v < 8 {
+		req.Group = "g1"
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+		resp := w.roundTrip(req).(*kmsg.OffsetFetchResponse)
+		ps := resp.Topics[0].Partitions
+		if len(ps) != 2 || ps[0].Offset != 3 || ps[1].Offset != -1 || ps[1].LeaderEpoch != -1 {
+			t.Fatalf("fetched %+v", ps)
+		}
+		if v >= 5 && ps[0].LeaderEpoch != 7 {
+			t.Fatalf("leader epoch %d", ps[0].LeaderEpoch)
+		}
+		if v >= 2 {
+			req.Topics = nil
+			resp = w.roundTrip(req).(*kmsg.OffsetFetchResponse)
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Offset != 3 {
+				t.Fatalf("all offsets %+v", resp.Topics)
+			}
+		}
+		return
+	}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{
+		{Group: "g1", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}},
+		{Group: "g2"},
+		{Group: "unknown", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{1}}}},
+	}
+	resp := w.roundTrip(req).(*kmsg.OffsetFetchResponse)
+	if len(resp.Groups) != 3 {
+		t.Fatalf("groups %+v", resp.Groups)
+	}
+	for i, want := range []int64{3, 3, -1} {
+		g := resp.Groups[i]
+		if g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].Offset != want {
+			t.Fatalf("group %d: %+v", i, g)
+		}
+	}
+}
+
+func checkDescribeGroupsVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	_, w := groupBroker(t)
+	m, _ := stable(t, w, "g")
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.SetVersion(v)
+	req.Groups = []string{"g", "unknown"}
+	req.IncludeAuthorizedOperations = true
+	resp := w.roundTrip(req).(*kmsg.DescribeGroupsResponse)
+	g := resp.Groups[0]
+	if g.ErrorCode != 0 || g.State != "Stable" || g.ProtocolType != "consumer" || g.Protocol != "range" || len(g.Members) != 1 ||
+		g.Members[0].MemberID != m || string(g.Members[0].MemberAssignment) != "assigned" || g.Members[0].ClientHost != "/127.0.0.1" {
+		t.Fatalf("described %+v", g)
+	}
+	if v >= 3 && g.AuthorizedOperations != groupAuthorizedOperations {
+		t.Fatalf("authorized operations %d", g.AuthorizedOperations)
+	}
+	u := resp.Groups[1]
+	if v >= 6 {
+		expectErr(t, "unknown group", u.ErrorCode, kerr.GroupIDNotFound)
+	} else if u.ErrorCode != 0 || u.State != "Dead" {
+		t.Fatalf("unknown group %+v", u)
+	}
+}
+
+func checkListGroupsVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	stable(t, w, "a")
+	w.roundTrip(commitReq(6, "b", -1, "", "t", 1))
+	req := kmsg.NewPtrListGroupsRequest()
+	req.SetVersion(v)
+	resp := w.roundTrip(req).(*kmsg.ListGroupsResponse)
+	if len(resp.Groups) != 2 || resp.Groups[0].Group != "a" || resp.Groups[0].ProtocolType != "consumer" || resp.Groups[1].ProtocolType != "" {
+		t.Fatalf("groups %+v", resp.Groups)
+	}
+	if v >= 4 {
+		req.StatesFilter = []string{"Empty"}
+		resp = w.roundTrip(req).(*kmsg.ListGroupsResponse)
+		if len(resp.Groups) != 1 || resp.Groups[0].Group != "b" || resp.Groups[0].GroupState != "Empty" {
+			t.Fatalf("state filter %+v", resp.Groups)
+		}
+	}
+	if v >= 5 {
+		req.StatesFilter, req.TypesFilter = nil, []string{"consumer"}
+		if resp = w.roundTrip(req).(*kmsg.ListGroupsResponse); len(resp.Groups) != 0 {
+			t.Fatalf("type filter %+v", resp.Groups)
+		}
+		req.TypesFilter = []string{"classic"}
+		if resp = w.roundTrip(req).(*kmsg.ListGroupsResponse); len(resp.Groups) != 2 || resp.Groups[0].GroupType != "classic" {
+			t.Fatalf("type filter %+v", resp.Groups)
+		}
+	}
+}
+
+func checkDeleteGroupsVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	w.roundTrip(commitReq(6, "g", -1, "", "t", 1))
+	stable(t, w, "busy")
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.SetVersion(v)
+	req.Groups = []string{"g", "busy", "unknown"}
+	resp := w.roundTrip(req).(*kmsg.DeleteGroupsResponse)
+	for i, want := range []*kerr.Error{nil, kerr.NonEmptyGroup, kerr.GroupIDNotFound} {
+		expectErr(t, fmt.Sprintf("group %s", resp.Groups[i].Group), resp.Groups[i].ErrorCode, want)
+	}
+	if got := fetchOffset(t, w, "g", "t"); got.Offset != -1 {
+		t.Fatalf("offset after delete %d", got.Offset)
+	}
+}
+
+func checkOffsetDeleteVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
+	b, w := groupBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	w.roundTrip(commitReq(6, "g", -1, "", "t", 1))
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.SetVersion(v)
+	req.Group = "g"
+	req.Topics = []kmsg.OffsetDeleteRequestTopic{
+		{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
+		{Topic: "nope", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
+	}
+	resp := w.roundTrip(req).(*kmsg.OffsetDeleteResponse)
+	expectErr(t, "offset delete", resp.ErrorCode, nil)
+	expectErr(t, "partition", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	expectErr(t, "unknown topic", resp.Topics[1].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+	if got := fetchOffset(t, w, "g", "t"); got.Offset != -1 {
+		t.Fatalf("offset after delete %d", got.Offset)
+	}
+	// A consumer group subscribed to the topic keeps its offset.
+	m, gen := stable(t, w, "active")
+	w.roundTrip(commitReq(6, "active", gen, m, "t", 1))
+	req.Group = "active"
+	req.Topics = req.Topics[:1]
+	resp = w.roundTrip(req).(*kmsg.OffsetDeleteResponse)
+	expectErr(t, "subscribed", resp.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
+	req.Group = "unknown"
+	expectErr(t, "unknown group", w.roundTrip(req).(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.GroupIDNotFound)
+}

@@ -1,0 +1,44 @@
+package protocol
+
+// ListGroups: v0-5
+//
+// Behavior: every group this coordinator has (all of them: one broker),
+// including groups that only hold committed offsets (protocol type "").
+// Filters match case-insensitively, as Kafka's do; every group is of type
+// "classic".
+//
+// Version notes:
+//   - v1: throttle
+//   - v2: no schema change
+//   - v3: flexible
+//   - v4: StatesFilter and GroupState (KIP-518)
+//   - v5: TypesFilter and GroupType (KIP-848)
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() { register(16, 0, 5, handleListGroups) }
+
+func handleListGroups(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if s.groups == nil {
+		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	states, types := req.StatesFilter, req.TypesFilter
+	if r.Version < 4 {
+		states = nil
+	}
+	if r.Version < 5 {
+		types = nil
+	}
+	for _, g := range s.groups.ListGroups(states, types) {
+		resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+			Group:        g.Group,
+			ProtocolType: g.ProtocolType,
+			GroupState:   g.State,
+			GroupType:    "classic",
+		})
+	}
+	return resp, nil
+}

@@ -1,0 +1,115 @@
+package protocol
+
+// OffsetCommit: v0-9
+//
+// Behavior (Kafka's KafkaApis.handleOffsetCommitRequest and
+// ClassicGroup.validateOffsetCommit):
+//   - A partition of a topic that does not exist:
+//     UNKNOWN_TOPIC_OR_PARTITION; metadata longer than
+//     offset.metadata.max.bytes: OFFSET_METADATA_TOO_LARGE. The other
+//     partitions are committed.
+//   - Generation -1 with no member id commits for a group that is Empty or
+//     does not exist (a simple consumer or an admin client; the group is
+//     created). Otherwise the member must be in the group
+//     (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) at the group's generation
+//     (ILLEGAL_GENERATION; for a group we do not have ILLEGAL_GENERATION,
+//     and GROUP_ID_NOT_FOUND from v9 as Kafka 3.9+), and not while the group waits for the leader's assignment
+//     (REBALANCE_IN_PROGRESS). Commits are allowed during the join phase, so
+//     members can commit before they rejoin.
+//   - A commit is one batch in the group's partition of __consumer_offsets,
+//     written before the answer; a commit from a member counts as its
+//     heartbeat.
+//
+// Version notes:
+//   - v1: Generation, MemberID, per-partition commit Timestamp (-1: now)
+//   - v2: RetentionTimeMillis (-1: the broker's KIP-211 expiry; else the
+//     offset expires that long after the commit)
+//   - v3: throttle
+//   - v4: no schema change
+//   - v5: RetentionTimeMillis removed
+//   - v6: LeaderEpoch
+//   - v7: InstanceID (KIP-345)
+//   - v8: flexible
+//   - v9: no schema change (KIP-848 member epochs; for classic groups the
+//     generation); GROUP_ID_NOT_FOUND for a member of an unknown group
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator"
+)
+
+func init() { register(8, 0, 9, handleOffsetCommit) }
+
+func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	// codes[i][j] is the answer for req.Topics[i].Partitions[j]; -1 marks
+	// partitions handed to the coordinator.
+	codes := make([][]int16, len(req.Topics))
+	var parts []coordinator.CommitPartition
+	var now int64
+	maxMeta := 0
+	if s.groups != nil {
+		now = s.groups.Now()
+		maxMeta = s.groups.OffsetMetadataMaxBytes()
+	}
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+		topic := s.store.Topic(t.Topic)
+		for j, p := range t.Partitions {
+			switch {
+			case s.groups == nil:
+				codes[i][j] = coordinatorNotAvailable
+			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			case p.Metadata != nil && len(*p.Metadata) > maxMeta:
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+			default:
+				codes[i][j] = -1
+				cp := coordinator.CommitPartition{
+					Topic:           t.Topic,
+					Partition:       p.Partition,
+					Offset:          p.Offset,
+					LeaderEpoch:     p.LeaderEpoch,
+					CommitTimestamp: now,
+					ExpireTimestamp: -1,
+				}
+				if r.Version < 6 {
+					cp.LeaderEpoch = -1
+				}
+				if p.Metadata != nil {
+					cp.Metadata = *p.Metadata
+				}
+				if r.Version == 1 && p.Timestamp != -1 {
+					cp.CommitTimestamp = p.Timestamp
+				}
+				if r.Version >= 2 && r.Version <= 4 && req.RetentionTimeMillis != -1 {
+					cp.ExpireTimestamp = now + req.RetentionTimeMillis
+				}
+				parts = append(parts, cp)
+			}
+		}
+	}
+	var code int16
+	if len(parts) > 0 {
+		instance := req.InstanceID
+		if r.Version < 7 {
+			instance = nil
+		}
+		code = s.groups.CommitOffsets(r.Ctx, r.Version, req.Group, req.Generation, req.MemberID, instance, parts)
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+		for j, p := range t.Partitions {
+			c := codes[i][j]
+			if c == -1 {
+				c = code
+			}
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: c})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,157 @@
+package protocol
+
+// OffsetFetch: v0-9
+//
+// Behavior: a group's committed offsets: of the partitions asked for
+// (offset -1, leader epoch -1 and empty metadata for one without a commit,
+// or for a group we do not have), or, with null topics (v2+), every
+// committed offset of the group. v8+ ask for several groups at once and
+// answer per group. RequireStable (v7+) would wait out pending
+// transactional commits with UNSTABLE_OFFSET_COMMIT; there are no
+// transactional commits yet, so nothing is ever pending.
+//
+// Version notes:
+//   - v1: no schema change (offsets from __consumer_offsets, as all are)
+//   - v2: null Topics for all; top-level ErrorCode
+//   - v3: throttle
+//   - v4: no schema change
+//   - v5: LeaderEpoch
+//   - v6: flexible
+//   - v7: RequireStable (KIP-447)
+//   - v8: batched Groups (KIP-709)
+//   - v9: MemberID and MemberEpoch (KIP-848; not checked for classic groups,
+//     as Kafka does not)
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator"
+)
+
+func init() { register(9, 0, 9, handleOffsetFetch) }
+
+// fetchTopic is one topic asked for.
+type fetchTopic struct {
+	topic      string
+	partitions []int32
+}
+
+func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if r.Version < 8 {
+		var topics []fetchTopic
+		if req.Topics != nil || r.Version < 2 {
+			topics = make([]fetchTopic, 0, len(req.Topics))
+			for _, t := range req.Topics {
+				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
+			}
+		}
+		res, code := s.fetchOffsets(r, req.Group, topics)
+		if code != 0 && r.Version < 2 {
+			// v0-1 have no top-level code: every partition carries it.
+			for i := range res {
+				for j := range res[i].Partitions {
+					res[i].Partitions[j].ErrorCode = code
+				}
+			}
+		}
+		for _, t := range res {
+			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{
+					Partition:   p.Partition,
+					Offset:      p.Offset,
+					LeaderEpoch: p.LeaderEpoch,
+					Metadata:    p.Metadata,
+					ErrorCode:   p.ErrorCode,
+				})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	for _, g := range req.Groups {
+		var topics []fetchTopic
+		if g.Topics != nil {
+			topics = make([]fetchTopic, 0, len(g.Topics))
+			for _, t := range g.Topics {
+				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
+			}
+		}
+		res, code := s.fetchOffsets(r, g.Group, topics)
+		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, Topics: res, ErrorCode: code})
+	}
+	return resp, nil
+}
+
+// fetchOffsets answers one group in the v8 shape, topics and partitions in
+// request order (sorted when all were asked for with nil topics).
+func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+	if s.groups == nil {
+		return s.noOffsets(topics), coordinatorNotAvailable
+	}
+	var ask map[string][]int32
+	if topics != nil {
+		ask = make(map[string][]int32, len(topics))
+		for _, t := range topics {
+			ask[t.topic] = append(ask[t.topic], t.partitions...)
+		}
+	}
+	offsets, code := s.groups.FetchOffsets(r.Ctx, group, ask)
+	if code != 0 {
+		return s.noOffsets(topics), code
+	}
+	if topics == nil {
+		var out []kmsg.OffsetFetchResponseGroupTopic
+		for _, o := range offsets {
+			if len(out) == 0 || out[len(out)-1].Topic != o.Topic {
+				out = append(out, kmsg.OffsetFetchResponseGroupTopic{Topic: o.Topic})
+			}
+			t := &out[len(out)-1]
+			t.Partitions = append(t.Partitions, offsetPartition(o))
+		}
+		return out, 0
+	}
+	byTP := make(map[coordinator.TopicPartition]coordinator.Offset, len(offsets))
+	for _, o := range offsets {
+		byTP[coordinator.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o
+	}
+	out := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic}
+		for _, p := range t.partitions {
+			o, ok := byTP[coordinator.TopicPartition{Topic: t.topic, Partition: p}]
+			if !ok {
+				o = coordinator.Offset{Topic: t.topic, Partition: p, Offset: -1, LeaderEpoch: -1}
+			}
+			rt.Partitions = append(rt.Partitions, offsetPartition(o))
+		}
+		out = append(out, rt)
+	}
+	return out, 0
+}
+
+func offsetPartition(o coordinator.Offset) kmsg.OffsetFetchResponseGroupTopicPartition {
+	meta := o.Metadata
+	return kmsg.OffsetFetchResponseGroupTopicPartition{
+		Partition:   o.Partition,
+		Offset:      o.Offset,
+		LeaderEpoch: o.LeaderEpoch,
+		Metadata:    &meta,
+	}
+}
+
+// noOffsets answers every partition asked for with offset -1.
+func (s *Server) noOffsets(topics []fetchTopic) []kmsg.OffsetFetchResponseGroupTopic {
+	out := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic}
+		for _, p := range t.partitions {
+			rt.Partitions = append(rt.Partitions, offsetPartition(coordinator.Offset{Partition: p, Offset: -1, LeaderEpoch: -1}))
+		}
+		out = append(out, rt)
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package protocol
+
+// UpdateFeatures: v0-2
+//
+// Behavior (Kafka's QuorumController.updateFeatures and
+// FeatureControlManager.updateFeature, KIP-584 and KIP-778):
+//   - kcompatd supports no feature level above 0 and finalizes none (see
+//     api_versions.go), so no update can raise anything. Each update is
+//     checked in request order as Kafka's controller does, and the first
+//     failure fails the whole request with INVALID_UPDATE_VERSION:
+//     an upgrade type other than 1 (upgrade), 2 (safe downgrade), 3 (unsafe
+//     downgrade); a level below 0; a level above 0 ("Local controller N does
+//     not support this feature."); metadata.version at 0 (an unknown
+//     metadata.version); a feature name Kafka does not know ("Feature X not
+//     found.").
+//   - What is left, level 0 of a feature Kafka knows (transaction.version,
+//     group.version, ...), asks for what is already true: nothing is
+//     finalized. It succeeds and changes nothing, as in Kafka.
+//   - v0 has AllowDowngrade instead of UpgradeType: true is a safe
+//     downgrade (Kafka's UpdateFeaturesRequest.getFeature).
+//   - On failure the top-level error carries Kafka's "The update failed for
+//     all features since the following feature had an error: ..." and no
+//     per-feature results; on success v0-1 list each feature with no error.
+//
+// Version notes:
+//   - v0: flexible from the start
+//   - v1: ValidateOnly; UpgradeType replaces AllowDowngrade
+//   - v2: no per-feature results in the response
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(57, 0, 2, handleUpdateFeatures) }
+
+// Kafka's FeatureUpdate.UpgradeType codes.
+const (
+	upgradeTypeUpgrade         = 1
+	upgradeTypeSafeDowngrade   = 2
+	upgradeTypeUnsafeDowngrade = 3
+)
+
+// kafkaFeatureNames are the features Kafka 4.1's Features enum knows
+// besides metadata.version: level 0 of each is valid (and already true).
+var kafkaFeatureNames = map[string]bool{
+	"kraft.version":                    true,
+	"transaction.version":              true,
+	"group.version":                    true,
+	"eligible.leader.replicas.version": true,
+	"share.version":                    true,
+	"streams.version":                  true,
+}
+
+func handleUpdateFeatures(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.UpdateFeaturesRequest)
+	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+	for _, u := range req.FeatureUpdates {
+		upgradeType := u.UpgradeType
+		if r.Version == 0 {
+			upgradeType = upgradeTypeUpgrade
+			if u.AllowDowngrade {
+				upgradeType = upgradeTypeSafeDowngrade
+			}
+		}
+		if msg := s.checkFeatureUpdate(u.Feature, u.MaxVersionLevel, upgradeType); msg != "" {
+			resp.ErrorCode = kerr.InvalidUpdateVersion.Code
+			resp.ErrorMessage = msgPtr("The update failed for all features since the following feature had an error: " + msg)
+			return resp, nil
+		}
+	}
+	if r.Version <= 1 {
+		for _, u := range req.FeatureUpdates {
+			res := kmsg.NewUpdateFeaturesResponseResult()
+			res.Feature = u.Feature
+			resp.Results = append(resp.Results, res)
+		}
+	}
+	return resp, nil
+}
+
+// checkFeatureUpdate is FeatureControlManager.updateFeature against a
+// controller that supports every feature only at level 0: Kafka's message
+// for the problem, or "".
+func (s *Server) checkFeatureUpdate(name string, level int16, upgradeType int8) string {
+	invalid := func(reason string) string {
+		return fmt.Sprintf("Invalid update version %d for feature %s. %s", level, name, reason)
+	}
+	switch {
+	case upgradeType != upgradeTypeUpgrade && upgradeType != upgradeTypeSafeDowngrade && upgradeType != upgradeTypeUnsafeDowngrade:
+		return invalid("The controller does not support the given upgrade type.")
+	case level < 0:
+		return invalid("A feature version cannot be less than 0.")
+	case level > 0:
+		return invalid(fmt.Sprintf("Local controller %d does not support this feature.", s.cfg.NodeID))
+	case name == "metadata.version":
+		return fmt.Sprintf("Invalid metadata.version %d. Unknown metadata.version.", level)
+	case !kafkaFeatureNames[name]:
+		return invalid(fmt.Sprintf("Feature %s not found.", name))
+	}
+	return ""
+}
