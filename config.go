@@ -105,6 +105,23 @@ type Config struct {
 	// SocketRequestMaxBytes bounds a request frame, in bytes
 	// (socket.request.max.bytes, default 104857600).
 	SocketRequestMaxBytes int32
+	// ConnectionsMaxIdleMs closes a connection that has had no request
+	// in flight and no bytes received for this long, in milliseconds
+	// (connections.max.idle.ms, default 600000; negative: never).
+	ConnectionsMaxIdleMs int64
+	// MaxConnections is the most connections the broker holds; at the
+	// limit it accepts the next one only when another closes
+	// (max.connections, default 2147483647, at least 0).
+	MaxConnections int32
+	// MaxConnectionsPerIP is the most connections from one address;
+	// more are closed at once (max.connections.per.ip, default
+	// 2147483647, at least 0; 0 only with overrides).
+	MaxConnectionsPerIP int32
+	// MaxConnectionsPerIPOverrides is host:count,... overriding
+	// MaxConnectionsPerIP for those hosts (IP addresses or host names,
+	// resolved at start-up) (max.connections.per.ip.overrides, default
+	// empty).
+	MaxConnectionsPerIPOverrides string
 	// MessageMaxBytes bounds a produced batch, in bytes; it is the
 	// broker default of the topic config max.message.bytes
 	// (message.max.bytes, default 1048588).
@@ -229,6 +246,9 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckIntervalMs:    600000,
 		OffsetMetadataMaxBytes:             4096,
 		SocketRequestMaxBytes:              104857600,
+		ConnectionsMaxIdleMs:               600000,
+		MaxConnections:                     math.MaxInt32,
+		MaxConnectionsPerIP:                math.MaxInt32,
 		MessageMaxBytes:                    1048588,
 		LogSegmentBytes:                    1 << 30,
 		LogRollMs:                          168 * 3600000,
@@ -349,6 +369,10 @@ var properties = []property{
 	{name: "offsets.retention.check.interval.ms", field: func(c *Config) any { return &c.OffsetsRetentionCheckIntervalMs }},
 	{name: "offset.metadata.max.bytes", field: func(c *Config) any { return &c.OffsetMetadataMaxBytes }},
 	{name: "socket.request.max.bytes", field: func(c *Config) any { return &c.SocketRequestMaxBytes }},
+	{name: "connections.max.idle.ms", field: func(c *Config) any { return &c.ConnectionsMaxIdleMs }},
+	{name: "max.connections", field: func(c *Config) any { return &c.MaxConnections }},
+	{name: "max.connections.per.ip", field: func(c *Config) any { return &c.MaxConnectionsPerIP }},
+	{name: "max.connections.per.ip.overrides", field: func(c *Config) any { return &c.MaxConnectionsPerIPOverrides }},
 	{name: "message.max.bytes", field: func(c *Config) any { return &c.MessageMaxBytes }},
 	{name: "log.segment.bytes", field: func(c *Config) any { return &c.LogSegmentBytes }},
 	{name: "log.roll.hours", field: func(c *Config) any { return &c.LogRollMs }, scale: 3600000, synonym: true},
@@ -596,6 +620,18 @@ func (c *Config) validate() []*ConfigError {
 	check(c.OffsetsRetentionCheckIntervalMs >= 1, "offsets.retention.check.interval.ms", "must be at least 1")
 	check(c.OffsetMetadataMaxBytes >= 0, "offset.metadata.max.bytes", "must be at least 0")
 	check(c.SocketRequestMaxBytes >= 1, "socket.request.max.bytes", "must be at least 1")
+	// Kafka requires failed.authentication.delay.ms (100, fixed here)
+	// below a non-negative idle timeout.
+	check(c.ConnectionsMaxIdleMs < 0 || c.ConnectionsMaxIdleMs > failedAuthenticationDelayMs, "connections.max.idle.ms",
+		fmt.Sprintf("must be negative or greater than failed.authentication.delay.ms (%d)", failedAuthenticationDelayMs))
+	check(c.MaxConnections >= 0, "max.connections", "must be at least 0")
+	check(c.MaxConnectionsPerIP >= 0, "max.connections.per.ip", "must be at least 0")
+	overrides, err := parseConnectionOverrides(c.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		check(false, "max.connections.per.ip.overrides", err.Error())
+	}
+	check(c.MaxConnectionsPerIP != 0 || len(overrides) > 0 || err != nil, "max.connections.per.ip",
+		"can be set to zero only if max.connections.per.ip.overrides is set")
 	check(c.MessageMaxBytes >= 0, "message.max.bytes", "must be at least 0")
 	check(c.LogSegmentBytes >= 14, "log.segment.bytes", "must be at least 14")
 	check(c.LogRollMs >= 1, "log.roll.ms", "must be at least 1")
@@ -801,4 +837,38 @@ func (c *Config) resolveListeners() (listenerPlan, *ConfigError) {
 		}
 	}
 	return plan, nil
+}
+
+// failedAuthenticationDelayMs is Kafka's default failed.authentication.delay.ms,
+// which bounds connections.max.idle.ms from below.
+const failedAuthenticationDelayMs = 100
+
+// connectionOverride is one host:count of max.connections.per.ip.overrides.
+type connectionOverride struct {
+	host  string
+	count int32
+}
+
+// parseConnectionOverrides parses max.connections.per.ip.overrides as
+// Kafka does: comma-separated host:count, split at the last colon (so an
+// IPv6 address needs no brackets), hosts of letters, digits and -%._:
+// only. Kafka does not bound the count; a negative one admits nothing.
+func parseConnectionOverrides(s string) ([]connectionOverride, error) {
+	var out []connectionOverride
+	for _, item := range splitList(s) {
+		i := strings.LastIndex(item, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("%q is not of the form host:count", item)
+		}
+		host, count := strings.TrimSpace(item[:i]), strings.TrimSpace(item[i+1:])
+		if host == "" || strings.Trim(host, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-%._:") != "" {
+			return nil, fmt.Errorf("contains an invalid address: %q", host)
+		}
+		n, err := strconv.ParseInt(count, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q: the count must be a 32-bit integer", item)
+		}
+		out = append(out, connectionOverride{host: host, count: int32(n)})
+	}
+	return out, nil
 }

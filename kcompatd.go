@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -79,6 +80,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.Real{}
+	}
+	limits, err := cfg.connectionLimits()
+	if err != nil {
+		return nil, err
 	}
 	var versions *kversion.Versions
 	if cfg.KafkaVersion != "" {
@@ -153,6 +158,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Clock:                    clk,
 		Logger:                   log,
 		Groups:                   groups,
+		Connections:              &limits,
 	}, store)
 
 	logCleaner := cleaner.New(store, cleaner.Config{
@@ -358,4 +364,41 @@ func (b *Broker) Close() error {
 		ev.Dur("shutdown", time.Since(start)).Msg("broker stopped")
 	})
 	return b.closeErr
+}
+
+// connectionLimits is the connection settings as the protocol server takes
+// them, with the override hosts resolved as Kafka's InetAddress.getByName
+// does at start-up (a host name's every address gets its count; the
+// last entry for an address wins).
+func (c *Config) connectionLimits() (protocol.ConnectionLimits, error) {
+	l := protocol.ConnectionLimits{
+		MaxIdleMs:           c.ConnectionsMaxIdleMs,
+		MaxConnections:      c.MaxConnections,
+		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
+	}
+	overrides, err := parseConnectionOverrides(c.MaxConnectionsPerIPOverrides)
+	if err != nil { // Validate already checked; kept for safety
+		return l, &ConfigError{Property: "max.connections.per.ip.overrides", Reason: err.Error()}
+	}
+	if len(overrides) == 0 {
+		return l, nil
+	}
+	l.MaxConnectionsPerIPOverrides = make(map[netip.Addr]int32, len(overrides))
+	for _, o := range overrides {
+		if a, err := netip.ParseAddr(o.host); err == nil {
+			l.MaxConnectionsPerIPOverrides[a.WithZone("").Unmap()] = o.count
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", o.host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			return l, &ConfigError{Property: "max.connections.per.ip.overrides", Value: c.MaxConnectionsPerIPOverrides,
+				Reason: fmt.Sprintf("cannot resolve host %q: %v", o.host, err)}
+		}
+		for _, a := range addrs {
+			l.MaxConnectionsPerIPOverrides[a.WithZone("").Unmap()] = o.count
+		}
+	}
+	return l, nil
 }

@@ -39,10 +39,6 @@ type Config struct {
 	// MaxDecompressedBytes bounds one batch's records after decompression
 	// (default 256 MiB).
 	MaxDecompressedBytes int
-	// UncleanableRetryMs is how long a log whose cleaning failed is left
-	// alone before it is tried again (default 10 min). Kafka waits for a
-	// restart (KAFKA-19895); we log loudly and retry.
-	UncleanableRetryMs int64
 
 	Clock  clock.Clock // nil means clock.Real{}
 	Logger zerolog.Logger
@@ -59,7 +55,6 @@ func DefaultConfig() Config {
 		RetentionCheckIntervalMs: 300000,
 		ProducerIDExpirationMs:   86400000,
 		MaxDecompressedBytes:     256 << 20,
-		UncleanableRetryMs:       600000,
 	}
 }
 
@@ -85,13 +80,22 @@ type Cleaner struct {
 	checkpoints map[partition.TopicPartition]int64 // first dirty offsets; guarded by mu
 	inProgress  map[partition.TopicPartition]bool  // guarded by mu
 	paused      map[partition.TopicPartition]int   // pause count; guarded by mu
-	uncleanable map[partition.TopicPartition]int64 // retry time in ms; guarded by mu
+	// uncleanable holds the logs whose cleaning (or retention by a
+	// cleaner thread) failed: Kafka's markPartitionUncleanable. They are
+	// neither cleaned nor given retention by the cleaner threads until
+	// the cleaner restarts or the partition is deleted (KAFKA-19895).
+	// Guarded by mu.
+	uncleanable map[partition.TopicPartition]Log
 	last        map[partition.TopicPartition]Stats // last pass per log; guarded by mu
 	// idle holds the log end offset of logs whose last pass found nothing
 	// to clean although they looked eligible (an open transaction the
 	// log's offsets did not show yet): they are skipped until they grow,
 	// so they cannot starve the other logs. Guarded by mu.
-	idle    map[partition.TopicPartition]int64
+	idle map[partition.TopicPartition]int64
+	// known is the log last seen under each name: a partition deleted and
+	// created again between two looks loses the old one's checkpoint, as
+	// Kafka removes it when it deletes the log. Guarded by mu.
+	known   map[partition.TopicPartition]Log
 	total   Stats // sums over all passes; guarded by mu
 	passes  int64 // guarded by mu
 	started bool  // guarded by mu
@@ -123,9 +127,6 @@ func New(src Source, cfg Config) *Cleaner {
 	if cfg.MaxDecompressedBytes <= 0 {
 		cfg.MaxDecompressedBytes = def.MaxDecompressedBytes
 	}
-	if cfg.UncleanableRetryMs <= 0 {
-		cfg.UncleanableRetryMs = def.UncleanableRetryMs
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -134,9 +135,10 @@ func New(src Source, cfg Config) *Cleaner {
 		checkpoints: src.ReadCleanerCheckpoint(),
 		inProgress:  map[partition.TopicPartition]bool{},
 		paused:      map[partition.TopicPartition]int{},
-		uncleanable: map[partition.TopicPartition]int64{},
+		uncleanable: map[partition.TopicPartition]Log{},
 		last:        map[partition.TopicPartition]Stats{},
 		idle:        map[partition.TopicPartition]int64{},
+		known:       map[partition.TopicPartition]Log{},
 		maps:        make(chan *offsetMap, cfg.Threads),
 		stop:        make(chan struct{}),
 	}
@@ -264,15 +266,15 @@ func (c *Cleaner) grabFilthiest(now int64) (candidate, bool) {
 	resets := false
 	for _, cand := range all {
 		live[cand.tp] = true
+		if c.noteLogLocked(cand) {
+			resets = true
+		}
 		cfg := cand.log.Config()
 		if !cfg.Compact() || c.inProgress[cand.tp] || c.paused[cand.tp] > 0 {
 			continue
 		}
-		if until, ok := c.uncleanable[cand.tp]; ok {
-			if now < until {
-				continue
-			}
-			delete(c.uncleanable, cand.tp)
+		if c.isUncleanableLocked(cand) {
+			continue
 		}
 		cp, ok := c.checkpoints[cand.tp]
 		if !ok {
@@ -312,6 +314,12 @@ func (c *Cleaner) grabFilthiest(now int64) (candidate, bool) {
 			delete(c.idle, tp)
 		}
 	}
+	for tp := range c.known {
+		if !live[tp] {
+			delete(c.known, tp)
+		}
+	}
+	c.maintainUncleanableLocked(all)
 	if resets {
 		c.writeCheckpointLocked()
 	}
@@ -319,6 +327,72 @@ func (c *Cleaner) grabFilthiest(now int64) (candidate, bool) {
 		c.inProgress[best.tp] = true
 	}
 	return best, found
+}
+
+// noteLogLocked records cand's log as the one under its name; if another
+// was there before (the partition was deleted and created again), the old
+// one's checkpoint and idle mark are dropped and it reports true.
+// REQUIRES: mu held.
+func (c *Cleaner) noteLogLocked(cand candidate) bool {
+	old, ok := c.known[cand.tp]
+	c.known[cand.tp] = cand.log
+	if !ok || old == cand.log {
+		return false
+	}
+	delete(c.idle, cand.tp)
+	if _, had := c.checkpoints[cand.tp]; had {
+		delete(c.checkpoints, cand.tp)
+		return true
+	}
+	return false
+}
+
+// isUncleanableLocked reports whether cand's log is marked uncleanable.
+// The mark names the log, so a topic deleted and created again under the
+// same name starts clean. REQUIRES: mu held.
+func (c *Cleaner) isUncleanableLocked(cand candidate) bool {
+	l, ok := c.uncleanable[cand.tp]
+	return ok && l == cand.log
+}
+
+// markUncleanable is Kafka's markPartitionUncleanable, logged at Error:
+// an operator must look at the log (or restart) for it to be cleaned
+// again.
+func (c *Cleaner) markUncleanable(cand candidate, what string, err error) {
+	c.mu.Lock()
+	c.uncleanable[cand.tp] = cand.log
+	c.mu.Unlock()
+	c.logger.Error().Err(err).Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Str("during", what).
+		Msg("log cleaning failed, partition marked uncleanable until restart")
+}
+
+// maintainUncleanableLocked forgets the marks of deleted partitions
+// (Kafka's maintainUncleanablePartitions). REQUIRES: mu held.
+func (c *Cleaner) maintainUncleanableLocked(all []candidate) {
+	if len(c.uncleanable) == 0 {
+		return
+	}
+	live := make(map[partition.TopicPartition]Log, len(all))
+	for _, cand := range all {
+		live[cand.tp] = cand.log
+	}
+	for tp, l := range c.uncleanable {
+		if live[tp] != l {
+			delete(c.uncleanable, tp)
+		}
+	}
+}
+
+// UncleanablePartitions lists the partitions marked uncleanable (Kafka's
+// uncleanable-partitions-count metric counts them).
+func (c *Cleaner) UncleanablePartitions() []partition.TopicPartition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]partition.TopicPartition, 0, len(c.uncleanable))
+	for tp := range c.uncleanable {
+		out = append(out, tp)
+	}
+	return out
 }
 
 func (c *Cleaner) writeCheckpointLocked() {
@@ -352,6 +426,9 @@ func (c *Cleaner) CleanLog(tp partition.TopicPartition) (bool, error) {
 			return false, errAborted
 		}
 		c.inProgress[tp] = true
+		if c.noteLogLocked(cand) {
+			c.writeCheckpointLocked()
+		}
 		c.mu.Unlock()
 		return c.clean(cand, now)
 	}
@@ -373,7 +450,9 @@ func (c *Cleaner) clean(cand candidate, now int64) (bool, error) {
 		throttle: &throttler{clock: c.clock, rate: c.cfg.IOMaxBytesPerSecond / float64(c.cfg.Threads), stop: c.stop, period: 300 * time.Millisecond},
 	}
 	p.abort = func() bool {
-		if c.stopped() || cand.log.Deleted() {
+		// A policy changed away from compact aborts the pass, as Kafka's
+		// updateTopicConfig does with abortCleaning.
+		if c.stopped() || cand.log.Deleted() || !cand.log.Config().Compact() {
 			return true
 		}
 		c.mu.Lock()
@@ -392,14 +471,17 @@ func (c *Cleaner) clean(cand candidate, now int64) (bool, error) {
 	l := c.logger.With().Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Logger()
 	switch {
 	case errors.Is(err, errAborted) || errors.Is(err, partition.ErrSegmentsChanged) || (err != nil && cand.log.Deleted()):
-		// Deleted, truncated, paused, or segments removed by retention
-		// meanwhile: the next pass starts over.
+		// Deleted, truncated, paused, no longer compacted, or segments
+		// removed by retention meanwhile: the next pass starts over.
 		l.Debug().Err(err).Msg("cleaning aborted")
 		return false, nil
 	case err != nil:
-		c.uncleanable[cand.tp] = now + c.cfg.UncleanableRetryMs
-		l.Error().Err(err).Int64("retry_after_ms", c.cfg.UncleanableRetryMs).Msg("log cleaning failed, marking the partition uncleanable")
+		c.uncleanable[cand.tp] = cand.log
+		l.Error().Err(err).Str("during", "cleaning").Msg("log cleaning failed, partition marked uncleanable until restart")
 		return false, err
+	}
+	if c.uncleanable[cand.tp] == cand.log {
+		delete(c.uncleanable, cand.tp) // CleanLog of a marked log worked
 	}
 	if next != cp && next >= 0 {
 		c.checkpoints[cand.tp] = next
@@ -435,6 +517,16 @@ func (c *Cleaner) Pause(tp partition.TopicPartition) {
 	for c.inProgress[tp] {
 		c.cond.Wait()
 	}
+}
+
+// AbortCleaning aborts a pass in flight over the log, waiting until it has
+// stopped, without pausing later ones (Kafka's abortCleaning: it is what
+// Kafka does when cleanup.policy stops containing compact, so that the
+// change returns only once no compaction runs on the log). A pass also
+// checks the policy itself, between segments.
+func (c *Cleaner) AbortCleaning(tp partition.TopicPartition) {
+	c.Pause(tp)
+	c.Resume(tp)
 }
 
 // Resume undoes one Pause.

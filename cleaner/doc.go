@@ -13,7 +13,13 @@
 // retention over the other logs every log.retention.check.interval.ms.
 // Passes in flight are aborted (their output removed, the checkpoint kept)
 // when the log is deleted, its segments change under them, it is paused,
-// or the cleaner closes.
+// its cleanup.policy no longer contains compact, or the cleaner closes.
+//
+// Retention and min.compaction.lag.ms measure a segment's age from its
+// largest record timestamp, or for a segment without timestamps from its
+// file's modification time, which a cleaned segment inherits from the
+// last segment it replaced (Kafka's largestTimestamp and
+// setLastModified).
 //
 // # A pass (pass.go)
 //
@@ -41,8 +47,17 @@
 //
 //   - No .txnindex is written; aborted transactions are found from the
 //     log (the same set, as long as partition writes none either).
-//   - Cleaned segments get the current mtime, not the last source
-//     segment's; retention judges an empty segment as expired.
-//   - A log whose cleaning failed is retried after UncleanableRetryMs
-//     (Kafka waits for a restart).
+//   - A cleanup.policy change away from compact aborts a pass in flight
+//     at its next segment boundary, but the config change does not wait
+//     for it (Kafka's updateTopicConfig blocks in abortCleaning;
+//     AbortCleaning is that call, for whoever applies config changes).
+//
+// # Failures
+//
+// A log whose cleaning fails, or whose retention by a cleaner thread
+// fails, is marked uncleanable and logged at Error, as Kafka's
+// markPartitionUncleanable: neither cleaned nor given retention by the
+// cleaner threads until the cleaner restarts or the partition is deleted
+// (UncleanablePartitions lists them). A topic created again under the
+// same name is a new partition.
 package cleaner

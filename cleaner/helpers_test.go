@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/internal/vfs"
+	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -34,6 +35,12 @@ func newTestEnv(t testing.TB, fsys vfs.FS) *env {
 	e := &env{t: t, dir: t.TempDir(), fs: fsys, clock: clock.NewManual(testStart), ccfg: DefaultConfig()}
 	if _, ok := fsys.(vfs.OS); !ok {
 		e.dir = "/data"
+	}
+	if m, ok := fsys.(*memfs.FS); ok {
+		// File modification times on the test's clock, as Kafka's would
+		// be on a real one: retention and min lag judge segments without
+		// timestamps by them.
+		m.SetNow(e.clock.Now)
 	}
 	return e
 }

@@ -91,8 +91,10 @@ func computeRange(segs []partition.SegmentInfo, offs partition.Offsets, lso, che
 	raw := min(lso, offs.HighWatermark, active.BaseOffset)
 	dirtyFrom := segmentHolding(segs, r.firstDirty)
 	if cfg.MinCompactionLagMs > 0 {
+		// Kafka's s.largestTimestamp: a segment without timestamps is
+		// judged by its file's modification time.
 		for _, s := range segs[dirtyFrom : len(segs)-1] {
-			if s.MaxTimestamp > now-cfg.MinCompactionLagMs {
+			if s.LargestTimestamp > now-cfg.MinCompactionLagMs {
 				raw = min(raw, s.BaseOffset)
 				break
 			}
@@ -128,9 +130,17 @@ type pass struct {
 	opts      *Config
 	offsetMap *offsetMap
 	buf       []byte
-	throttle  *throttler
-	abort     func() bool // true when the pass must stop
-	stats     Stats
+	// scratch is the one buffer compressed batches are decompressed into,
+	// and kept the one slice of records a rewritten batch keeps: records
+	// alias scratch only until filterBatch has built their new batch, and
+	// the map keeps only the keys' hashes, so both are reused batch after
+	// batch (an LZ4 log otherwise costs about twice its uncompressed size
+	// in garbage per pass).
+	scratch  []byte
+	kept     []recordbatch.Record
+	throttle *throttler
+	abort    func() bool // true when the pass must stop
+	stats    Stats
 
 	segs     []partition.SegmentInfo
 	scan     *logScan
@@ -146,6 +156,7 @@ func (p *pass) scanLog() error {
 	p.scan = newLogScan()
 	for _, s := range p.segs {
 		r := newSegmentReader(p.log, s.BaseOffset, s.Size, p.buf, p.throttle, &p.stats.BytesRead)
+		r.abort = p.abort
 		first := true
 		for {
 			b, _, err := r.next()
@@ -183,7 +194,7 @@ func (p *pass) controlType(b []byte) (int16, error) {
 		return -1, nil
 	}
 	ct := int16(-1)
-	err := recordbatch.ForEachRecord(b, p.opts.MaxDecompressedBytes, func(r recordbatch.Record) error {
+	err := recordbatch.ForEachRecordScratch(b, &p.scratch, p.opts.MaxDecompressedBytes, func(r recordbatch.Record) error {
 		if ct < 0 {
 			t, err := recordbatch.ControlType(r)
 			if err != nil {
@@ -224,6 +235,7 @@ func (p *pass) buildMap() error {
 	for i := segmentHolding(p.segs, start); i < len(p.segs) && p.segs[i].BaseOffset < p.rng.firstUncleanable; i++ {
 		s := p.segs[i]
 		r := newSegmentReader(p.log, s.BaseOffset, s.Size, p.buf, p.throttle, &p.stats.MapBytesRead)
+		r.abort = p.abort
 		full := false
 		for !full {
 			b, _, err := r.next()
@@ -242,7 +254,7 @@ func (p *pass) buildMap() error {
 				txn.onControl(h, ct)
 			} else if !txn.onBatch(h) && h.LastOffset() >= start {
 				base := h.BaseOffset()
-				err := recordbatch.ForEachRecord(b, p.opts.MaxDecompressedBytes, func(rec recordbatch.Record) error {
+				err := recordbatch.ForEachRecordScratch(b, &p.scratch, p.opts.MaxDecompressedBytes, func(rec recordbatch.Record) error {
 					off := base + int64(rec.OffsetDelta)
 					if rec.Key == nil || off < start {
 						return nil
@@ -389,6 +401,7 @@ func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 	}
 	for _, s := range g {
 		r := newSegmentReader(p.log, s.BaseOffset, s.Size, p.buf, p.throttle, &p.stats.BytesRead)
+		r.abort = p.abort
 		for {
 			b, _, err := r.next()
 			if err != nil {
@@ -480,8 +493,11 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 		// Decoded even when empty: a batch is never copied unchecked.
 		// The header's record count is only a hint for the capacity: a
 		// corrupt segment can claim billions (FuzzFilterSegment).
-		kept = make([]recordbatch.Record, 0, max(0, min(total, 1024)))
-		err := recordbatch.ForEachRecord(b, p.opts.MaxDecompressedBytes, func(r recordbatch.Record) error {
+		kept = p.kept[:0]
+		if cap(kept) == 0 {
+			kept = make([]recordbatch.Record, 0, max(1, min(total, 1024)))
+		}
+		err := recordbatch.ForEachRecordScratch(b, &p.scratch, p.opts.MaxDecompressedBytes, func(r recordbatch.Record) error {
 			off := base + int64(r.OffsetDelta)
 			keep := true
 			switch {
@@ -501,6 +517,7 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 			}
 			return nil
 		})
+		p.kept = kept[:0] // reused by the next batch, once this one is built
 		if err != nil {
 			return nil, err
 		}

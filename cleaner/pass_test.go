@@ -204,10 +204,10 @@ func TestComputeRange(t *testing.T) {
 	// Segments [0,10) [10,20) [20,30) active [30,35), each 100 bytes, max
 	// timestamps 1000, 2000, 999_500, 999_900.
 	segs := []partition.SegmentInfo{
-		{BaseOffset: 0, NextOffset: 10, Size: 100, MaxTimestamp: 1000},
-		{BaseOffset: 10, NextOffset: 20, Size: 100, MaxTimestamp: 2000},
-		{BaseOffset: 20, NextOffset: 30, Size: 100, MaxTimestamp: 999_500},
-		{BaseOffset: 30, NextOffset: 35, Size: 100, MaxTimestamp: 999_900, Active: true},
+		{BaseOffset: 0, NextOffset: 10, Size: 100, MaxTimestamp: 1000, LargestTimestamp: 1000},
+		{BaseOffset: 10, NextOffset: 20, Size: 100, MaxTimestamp: 2000, LargestTimestamp: 2000},
+		{BaseOffset: 20, NextOffset: 30, Size: 100, MaxTimestamp: 999_500, LargestTimestamp: 999_500},
+		{BaseOffset: 30, NextOffset: 35, Size: 100, MaxTimestamp: 999_900, LargestTimestamp: 999_900, Active: true},
 	}
 	offs := partition.Offsets{LogStartOffset: 0, HighWatermark: 35, LastStableOffset: 35, LogEndOffset: 35}
 	cfg := partition.DefaultLogConfig()

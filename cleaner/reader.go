@@ -19,6 +19,10 @@ type segmentReader struct {
 	pos      int64 // position of the next batch
 	throttle *throttler
 	read     *int64 // bytes read, for the stats
+	// abort, if set, is asked after each chunk (Kafka's checkDone per
+	// read buffer), so a pass over big segments stops soon when its log
+	// is paused, deleted or no longer compacted.
+	abort func() bool
 }
 
 // readChunk is how much the reader asks for at once.
@@ -100,6 +104,9 @@ func (r *segmentReader) window(pos, n int64) ([]byte, error) {
 	}
 	if r.throttle != nil {
 		r.throttle.wait(want)
+	}
+	if r.abort != nil && r.abort() {
+		return nil, errAborted
 	}
 	return r.buf[:n], nil
 }

@@ -12,38 +12,42 @@ import (
 // get only the first rule.
 
 // RetainDeleteOnly runs retention over every log whose policy does not
-// contain compact (the retention task's share).
+// contain compact (the retention task's share, Kafka's
+// LogManager.cleanupLogs; uncleanable marks do not apply to it).
 func (c *Cleaner) RetainDeleteOnly() {
-	c.retain(func(cfg partition.LogConfig) bool { return !cfg.Compact() })
+	c.retain(false)
 }
 
 // RetainCompacted runs retention over compacted logs (the cleaner threads'
-// share; with log.cleaner.enable=false nothing runs it, as in Kafka).
+// share, Kafka's deletableLogs; with log.cleaner.enable=false nothing runs
+// it, as in Kafka). Logs marked uncleanable are skipped, and a failure
+// marks the log uncleanable.
 func (c *Cleaner) RetainCompacted() {
-	c.retain(func(cfg partition.LogConfig) bool { return cfg.Compact() })
+	c.retain(true)
 }
 
-func (c *Cleaner) retain(which func(partition.LogConfig) bool) {
+func (c *Cleaner) retain(compacted bool) {
 	now := c.clock.Now().UnixMilli()
 	for _, cand := range c.logs() {
 		if c.stopped() {
 			return
 		}
-		if !which(cand.log.Config()) {
+		if cand.log.Config().Compact() != compacted {
 			continue
 		}
 		c.mu.Lock()
-		skip := c.inProgress[cand.tp] || c.paused[cand.tp] > 0
-		if until, ok := c.uncleanable[cand.tp]; ok && now < until {
-			skip = true // Kafka skips uncleanable logs here too
-		}
+		skip := c.inProgress[cand.tp] || c.paused[cand.tp] > 0 || (compacted && c.isUncleanableLocked(cand))
 		c.mu.Unlock()
 		if skip {
 			continue
 		}
 		n, err := DeleteOldSegments(cand.log, now)
-		if err != nil && !errors.Is(err, partition.ErrUnknownTopic) && !errors.Is(err, partition.ErrClosed) {
-			c.logger.Error().Err(err).Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Msg("retention failed")
+		if err != nil && !errors.Is(err, partition.ErrUnknownTopic) && !errors.Is(err, partition.ErrClosed) && !cand.log.Deleted() {
+			if compacted {
+				c.markUncleanable(cand, "retention", err)
+			} else {
+				c.logger.Error().Err(err).Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Msg("retention failed")
+			}
 			continue
 		}
 		if n > 0 {
@@ -104,16 +108,12 @@ func DeleteOldSegments(l Log, now int64) (int, error) {
 				if cfg.RetentionMs < 0 {
 					return func(int) bool { return false }
 				}
-				// A segment without timestamps is judged by its file's
-				// mtime in Kafka, which we do not track: an empty one
-				// (emptied by the cleaner) holds nothing to keep and goes;
-				// one with records but no timestamps stays.
-				return func(i int) bool {
-					if segs[i].MaxTimestamp < 0 {
-						return segs[i].Size == 0 && !segs[i].Active
-					}
-					return now-segs[i].MaxTimestamp > cfg.RetentionMs
-				}
+				// Kafka's segment.largestTimestamp: the largest record
+				// timestamp, or for a segment without any (one the
+				// cleaner emptied, or records stamped -1) its file's
+				// modification time, which a cleaned segment inherits
+				// from the last segment it replaced.
+				return func(i int) bool { return now-segs[i].LargestTimestamp > cfg.RetentionMs }
 			})
 	}
 	for _, rule := range rules {

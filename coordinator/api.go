@@ -182,7 +182,8 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, groupID string, members []
 }
 
 // CommitPartition is one partition of an OffsetCommit that the caller
-// checked (the topic exists, metadata within OffsetMetadataMaxBytes).
+// checked exists. Its metadata is checked against offset.metadata.max.bytes
+// here, after the group checks, as Kafka does.
 type CommitPartition struct {
 	Topic       string
 	Partition   int32
@@ -194,18 +195,18 @@ type CommitPartition struct {
 	CommitTimestamp, ExpireTimestamp int64
 }
 
-// OffsetMetadataMaxBytes is offset.metadata.max.bytes.
-func (c *Coordinator) OffsetMetadataMaxBytes() int { return c.cfg.OffsetMetadataMaxBytes }
-
 // Now is the coordinator's clock, in ms, for commit timestamps.
 func (c *Coordinator) Now() int64 { return c.clock.Now().UnixMilli() }
 
-// CommitOffsets validates the committer and writes the offsets; the code
-// applies to every partition given.
-func (c *Coordinator) CommitOffsets(ctx context.Context, version int16, groupID string, generation int32, memberID string, instanceID *string, parts []CommitPartition) int16 {
+// CommitOffsets validates the committer and writes the offsets; codes[i]
+// is the answer for parts[i]. A group error (unknown member, generation,
+// rebalance in progress) answers every partition; otherwise a partition
+// with metadata over offset.metadata.max.bytes gets
+// OFFSET_METADATA_TOO_LARGE and the others are written.
+func (c *Coordinator) CommitOffsets(ctx context.Context, version int16, groupID string, generation int32, memberID string, instanceID *string, parts []CommitPartition) []int16 {
 	if len(parts) == 0 {
 		// Kafka validates nothing for an empty commit either.
-		return 0
+		return nil
 	}
 	ps := make([]commitPart, len(parts))
 	for i, p := range parts {
@@ -217,24 +218,29 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, version int16, groupID 
 			},
 		}
 	}
-	var code int16
+	var codes []int16
 	ok := c.onGroup(ctx, groupID, generation < 0, func(g *group) {
-		code = g.commit(generation, memberID, instanceID, ps)
+		codes = g.commit(generation, memberID, instanceID, ps)
 	})
-	if !ok {
-		if c.isClosed() || ctx.Err() != nil {
-			return kerr.CoordinatorNotAvailable.Code
-		}
+	if ok {
+		return codes
+	}
+	code := kerr.CoordinatorNotAvailable.Code
+	if !c.isClosed() && ctx.Err() == nil {
 		// A member of a group we do not have: the group was removed or
 		// the member is from another generation. Kafka answers
 		// GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION
 		// before.
+		code = kerr.IllegalGeneration.Code
 		if version >= 9 {
-			return kerr.GroupIDNotFound.Code
+			code = kerr.GroupIDNotFound.Code
 		}
-		return kerr.IllegalGeneration.Code
 	}
-	return code
+	codes = make([]int16, len(parts))
+	for i := range codes {
+		codes[i] = code
+	}
+	return codes
 }
 
 // Offset is one committed offset as OffsetFetch returns it.

@@ -135,6 +135,8 @@ func New(cfg Config, store *partition.Store) (*Coordinator, error) {
 		return nil, err
 	}
 	for _, g := range loaded {
+		g.onLoaded() // before its goroutine starts: nothing shares g yet
+		g.publish()
 		c.groups[g.id] = g
 		c.startGroup(g)
 	}

@@ -458,7 +458,18 @@ func commit(e *env, group string, gen int32, member string, offsets map[string]i
 	for topic, o := range offsets {
 		parts = append(parts, CommitPartition{Topic: topic, Partition: 0, Offset: o, LeaderEpoch: -1, Metadata: "meta", CommitTimestamp: e.c.Now(), ExpireTimestamp: -1})
 	}
-	return e.c.CommitOffsets(context.Background(), 8, group, gen, member, nil, parts)
+	return oneCode(e.t, e.c.CommitOffsets(context.Background(), 8, group, gen, member, nil, parts))
+}
+
+// oneCode is the code every partition of a commit got.
+func oneCode(t *testing.T, codes []int16) int16 {
+	t.Helper()
+	for _, c := range codes[1:] {
+		if c != codes[0] {
+			t.Fatalf("partitions got different codes %v", codes)
+		}
+	}
+	return codes[0]
 }
 
 func fetch(e *env, group string) map[string]int64 {
@@ -475,7 +486,7 @@ func TestCommitValidation(t *testing.T) {
 	expectCode(t, "simple commit", commit(e, "simple", -1, "", map[string]int64{"t": 5}), nil)
 	expectCode(t, "member commit to unknown group", commit(e, "nogroup", 3, "m", map[string]int64{"t": 5}), kerr.IllegalGeneration)
 	parts := []CommitPartition{{Topic: "t", Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1}}
-	expectCode(t, "v9 member commit to unknown group", e.c.CommitOffsets(context.Background(), 9, "nogroup", 3, "m", nil, parts), kerr.GroupIDNotFound)
+	expectCode(t, "v9 member commit to unknown group", oneCode(t, e.c.CommitOffsets(context.Background(), 9, "nogroup", 3, "m", nil, parts)), kerr.GroupIDNotFound)
 
 	ids, gen := e.stableGroup("g", 1)
 	expectCode(t, "member commit", commit(e, "g", gen, ids[0], map[string]int64{"t": 7}), nil)

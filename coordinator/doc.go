@@ -9,8 +9,9 @@
 // members leaves its reply channel on the member and is answered when the
 // phase ends. One timer per group, from the injected clock, is armed at
 // the earliest of: the end of the join phase, the sync deadline, the
-// session expiry of members not blocked in a join or sync, and the expiry
-// of member ids handed out with MEMBER_ID_REQUIRED.
+// session expiry of members not blocked in a join or sync, the join
+// timeout of new members (below), and the expiry of member ids handed out
+// with MEMBER_ID_REQUIRED.
 //
 // States and transitions (Kafka's ClassicGroupState):
 //
@@ -45,6 +46,28 @@
 // that do not sync within the rebalance timeout are removed (KAFKA-13134);
 // offset commits with generation -1 from outside the group while it is
 // Empty (simple consumers, admin clients).
+//
+// A member added in a join phase is new until the phase completes
+// (Kafka's MemberMetadata.isNew): it expires 5 minutes after it joined
+// (NewMemberJoinTimeoutMs, KAFKA-7610) even while its JoinGroup waits,
+// which is then answered UNKNOWN_MEMBER_ID with no member id; a heartbeat
+// from it moves that expiry to its session timeout, as in Kafka. Old
+// members' sessions do not run while they wait in a join or sync.
+//
+// group.max.size is Kafka 3.9's acceptJoiningMember, checked before any
+// other JoinGroup rule: during PreparingRebalance a member already
+// rejoined is let in and others only while fewer than the limit have
+// rejoined; in CompletingRebalance and Stable members are let in and
+// others only while the group is under the limit; ids handed out with
+// MEMBER_ID_REQUIRED count in neither. A member or pending id turned away
+// (GROUP_MAX_SIZE_REACHED) is removed. A group loaded over the limit
+// rebalances, so the last members to rejoin are turned away.
+//
+// OffsetCommit checks the group first; its error answers every partition.
+// Only a commit that passes (and counts as the member's heartbeat) gets
+// OFFSET_METADATA_TOO_LARGE for metadata longer than
+// offset.metadata.max.bytes, in UTF-16 code units as Java's String.length
+// (Kafka's storeOffsets).
 //
 // # Persistence
 //

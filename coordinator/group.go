@@ -59,7 +59,28 @@ type member struct {
 	joinVersion      int16
 	syncCh           chan *kmsg.SyncGroupResponse // non-nil: awaiting sync
 	syncVersion      int16
-	deadline         time.Time // session expiry while not awaiting
+	// deadline is the session expiry. It counts while the member is not
+	// awaiting a join or sync, and always while it is new.
+	deadline time.Time
+	// isNew marks a member added in the current join phase, until that
+	// phase completes (Kafka's MemberMetadata.isNew): its deadline is
+	// newMemberJoinTimeout and runs while its JoinGroup waits.
+	isNew bool
+}
+
+// newMemberJoinTimeout is Kafka's NewMemberJoinTimeoutMs (KAFKA-7610): a
+// new member's JoinGroup that the join phase has not answered by then is
+// dropped with the member, since a client that timed out and retried
+// would otherwise leave a defunct member behind.
+const newMemberJoinTimeout = 5 * time.Minute
+
+// sessionDeadline is when the member expires; zero while it waits in a
+// join or sync as an old member (Kafka's hasSatisfiedHeartbeat).
+func (m *member) sessionDeadline() time.Time {
+	if !m.isNew && (m.joinCh != nil || m.syncCh != nil) {
+		return time.Time{}
+	}
+	return m.deadline
 }
 
 func (m *member) metadataFor(name string) []byte {
@@ -240,9 +261,7 @@ func (g *group) nextDeadline() time.Time {
 		min(g.syncDeadline)
 	}
 	for _, m := range g.members {
-		if m.joinCh == nil && m.syncCh == nil {
-			min(m.deadline)
-		}
+		min(m.sessionDeadline())
 	}
 	for _, d := range g.pending {
 		min(d)
@@ -307,12 +326,16 @@ func (g *group) onTimer() {
 	}
 	var expired []*member
 	for _, m := range g.members {
-		if m.joinCh == nil && m.syncCh == nil && !m.deadline.IsZero() && !m.deadline.After(now) {
+		if d := m.sessionDeadline(); !d.IsZero() && !d.After(now) {
 			expired = append(expired, m)
 		}
 	}
 	for _, m := range expired {
-		g.log.Info().Str("member", m.id).Dur("session_timeout", m.sessionTimeout).Msg("member session expired; removing it")
+		if m.isNew && m.joinCh != nil {
+			g.log.Info().Str("member", m.id).Dur("new_member_join_timeout", newMemberJoinTimeout).Msg("new member's join did not complete in time; removing it")
+		} else {
+			g.log.Info().Str("member", m.id).Dur("session_timeout", m.sessionTimeout).Msg("member session expired; removing it")
+		}
 		g.removeMember(m, kerr.UnknownMemberID.Code)
 	}
 	if len(expired) > 0 {
@@ -432,16 +455,18 @@ func (g *group) completeJoin() {
 	g.pendingSync = make(map[string]struct{}, len(g.members))
 	for id, m := range g.members {
 		g.pendingSync[id] = struct{}{}
-		if m.joinCh == nil {
-			continue
+		if m.joinCh != nil {
+			resp := g.joinResponse(m.joinVersion, m.id)
+			if m.id == g.leader {
+				resp.Members = g.memberList()
+			}
+			m.joinCh <- resp
+			m.joinCh = nil
 		}
-		resp := g.joinResponse(m.joinVersion, m.id)
-		if m.id == g.leader {
-			resp.Members = g.memberList()
-		}
-		m.joinCh <- resp
-		m.joinCh = nil
+		// Every member, static ones that did not rejoin included, starts
+		// a new session, and no member is new any more.
 		g.heartbeat(m)
+		m.isNew = false
 	}
 	g.syncDeadline = g.c.clock.Now().Add(g.maxRebalanceTimeout())
 }
@@ -540,10 +565,12 @@ func (g *group) supportsProtocols(protocolType string, ps []protocol) bool {
 	return false
 }
 
-// removeMember drops a member; a blocked JoinGroup of it gets code.
+// removeMember drops a member; a blocked JoinGroup of it gets code with
+// no member id (Kafka's removeMemberAndUpdateGroup), so a client still
+// alive joins again as a new member.
 func (g *group) removeMember(m *member, code int16) {
 	if m.joinCh != nil {
-		m.joinCh <- g.joinError(m.joinVersion, m.id, code)
+		m.joinCh <- g.joinError(m.joinVersion, "", code)
 		m.joinCh = nil
 	}
 	if m.syncCh != nil {
@@ -592,6 +619,42 @@ func (g *group) joinResponse(version int16, memberID string) *kmsg.JoinGroupResp
 	}
 }
 
+// acceptJoiningMember is Kafka 3.9's rule for group.max.size, checked
+// before anything else in a JoinGroup. While rebalancing, the members
+// already rejoined count (the group may be over the limit after a restart
+// with a smaller group.max.size; the last to rejoin are turned away);
+// otherwise the members. Member ids handed out with MEMBER_ID_REQUIRED
+// count in neither.
+func (g *group) acceptJoiningMember(memberID string) bool {
+	switch g.state {
+	case statePreparingRebalance:
+		if m := g.members[memberID]; m != nil && m.joinCh != nil {
+			return true
+		}
+		awaiting := 0
+		for _, m := range g.members {
+			if m.joinCh != nil {
+				awaiting++
+			}
+		}
+		return awaiting < g.c.cfg.MaxGroupSize
+	case stateCompletingRebalance, stateStable:
+		_, ok := g.members[memberID]
+		return ok || len(g.members) < g.c.cfg.MaxGroupSize
+	default: // Empty, Dead
+		return true
+	}
+}
+
+// onLoaded is Kafka's onGroupLoaded: a group loaded with more members
+// than group.max.size rebalances, so the members over the limit are
+// turned away when they rejoin.
+func (g *group) onLoaded() {
+	if len(g.members) > g.c.cfg.MaxGroupSize {
+		g.prepareRebalance("loaded group is over group.max.size")
+	}
+}
+
 // join handles a JoinGroup on the group's goroutine; the answer goes to
 // ch, now or when the join phase completes.
 func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kmsg.JoinGroupResponse) {
@@ -600,6 +663,18 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 	ps := make([]protocol, len(req.Protocols))
 	for i, p := range req.Protocols {
 		ps[i] = protocol{name: p.Name, metadata: p.Metadata}
+	}
+	if !g.acceptJoiningMember(req.MemberID) {
+		// Kafka drops the member (or pending id) it turns away, so the
+		// group sheds members that have not rejoined.
+		if m := g.members[req.MemberID]; m != nil {
+			g.log.Info().Str("member", m.id).Int("group_max_size", g.c.cfg.MaxGroupSize).Msg("group is full; removing member that has not rejoined")
+			g.removeMember(m, kerr.GroupMaxSizeReached.Code)
+		}
+		delete(g.pending, req.MemberID)
+		ch <- g.joinError(v, "", kerr.GroupMaxSizeReached.Code)
+		g.tryCompleteJoin()
+		return
 	}
 	if g.state == stateDead {
 		fail(kerr.CoordinatorNotAvailable.Code)
@@ -622,10 +697,6 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 
 	if knownMember {
 		g.joinKnown(req, ps, session, rebalance, ch)
-		return
-	}
-	if len(g.members)+len(g.pending) >= g.c.cfg.MaxGroupSize && !pendingKnown {
-		fail(kerr.GroupMaxSizeReached.Code)
 		return
 	}
 	if pendingKnown {
@@ -665,6 +736,11 @@ func (g *group) addMember(req *kmsg.JoinGroupRequest, id string, ps []protocol, 
 		protocols:        ps,
 		joinCh:           ch,
 		joinVersion:      req.Version,
+		// A new member cannot heartbeat before its join is answered:
+		// its JoinGroup times out instead (Kafka's
+		// NewMemberJoinTimeoutMs).
+		isNew:    true,
+		deadline: g.c.clock.Now().Add(newMemberJoinTimeout),
 	}
 	if len(g.members) == 0 {
 		g.leader = id
@@ -674,7 +750,9 @@ func (g *group) addMember(req *kmsg.JoinGroupRequest, id string, ps []protocol, 
 	if m.instanceID != nil {
 		g.static[*m.instanceID] = id
 	}
-	if g.state == statePreparingRebalance && g.initialJoin {
+	// As Kafka, only a group's first join phase (generation 0) extends
+	// its initial delay when members arrive.
+	if g.state == statePreparingRebalance && g.generation == 0 {
 		g.newMemberJoined = true
 	}
 	g.log.Info().Str("member", id).Str("client_id", client.ClientID).Msg("member joined group")
@@ -724,7 +802,6 @@ func (g *group) joinKnown(req *kmsg.JoinGroupRequest, ps []protocol, session, re
 	case stateStable:
 		if m.id != g.leader && m.sameProtocols(ps) {
 			ch <- g.joinResponse(v, m.id)
-			g.heartbeat(m)
 			return
 		}
 		update()
@@ -763,6 +840,9 @@ func (g *group) replaceStatic(req *kmsg.JoinGroupRequest, old *member, newID str
 	old.protocols = ps
 	old.sessionTimeout = session
 	old.rebalanceTimeout = rebalance
+	// The old id's session ends; the new id's starts (a member still new
+	// in this join phase stays new).
+	g.heartbeat(old)
 	g.log.Info().Str("old_member", oldID).Str("member", newID).Str("instance_id", *req.InstanceID).Msg("static member rejoined with a new member id")
 	switch g.state {
 	case stateStable:

@@ -7,11 +7,26 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-// commitPart is one partition of an OffsetCommit that passed the topic
-// and metadata checks.
+// commitPart is one partition of an OffsetCommit whose topic partition
+// exists.
 type commitPart struct {
 	tp    topicPartition
 	entry offsetEntry
+}
+
+// javaLength is the length of s as Java's String.length counts it (UTF-16
+// code units), which is what offset.metadata.max.bytes bounds in Kafka
+// despite its name.
+func javaLength(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // validateCommit is Kafka's ClassicGroup.validateOffsetCommit.
@@ -38,26 +53,51 @@ func (g *group) validateCommit(generation int32, memberID string, instanceID *st
 	return 0
 }
 
-// commit validates and writes offsets; the code applies to every part.
-func (g *group) commit(generation int32, memberID string, instanceID *string, parts []commitPart) int16 {
+// commit validates and writes offsets; codes[i] is parts[i]'s answer.
+// As Kafka (doCommitOffsets, then storeOffsets), the group checks come
+// first and their error answers every partition; only then does metadata
+// over offset.metadata.max.bytes get OFFSET_METADATA_TOO_LARGE, and the
+// other partitions are written.
+func (g *group) commit(generation int32, memberID string, instanceID *string, parts []commitPart) []int16 {
+	codes := make([]int16, len(parts))
 	if code := g.validateCommit(generation, memberID, instanceID); code != 0 {
-		return code
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
+	if m := g.members[memberID]; m != nil && (g.state == stateStable || g.state == statePreparingRebalance) {
+		// A commit keeps the member's session, even when every
+		// partition is refused below.
+		g.heartbeat(m)
 	}
 	recs := make([]recordbatch.Record, 0, len(parts))
 	for i := range parts {
+		if javaLength(parts[i].entry.metadata) > g.c.cfg.OffsetMetadataMaxBytes {
+			codes[i] = kerr.OffsetMetadataTooLarge.Code
+			continue
+		}
 		recs = append(recs, g.offsetRecord(parts[i].tp, &parts[i].entry))
+	}
+	if len(recs) == 0 {
+		return codes
 	}
 	if err := g.append(recs); err != nil {
 		g.log.Error().Err(err).Msg("writing offset commit failed")
-		return appendErrorCode(err)
+		code := appendErrorCode(err)
+		for i := range codes {
+			if codes[i] == 0 {
+				codes[i] = code
+			}
+		}
+		return codes
 	}
-	for _, p := range parts {
-		g.offsets[p.tp] = p.entry
+	for i, p := range parts {
+		if codes[i] == 0 {
+			g.offsets[p.tp] = p.entry
+		}
 	}
-	if m := g.members[memberID]; m != nil && m.joinCh == nil && m.syncCh == nil {
-		g.heartbeat(m)
-	}
-	return 0
+	return codes
 }
 
 // deleteOffsets is OffsetDelete on the group's goroutine: a top-level

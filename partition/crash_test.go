@@ -7,9 +7,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
 )
 
-func openMem(t *testing.T, fsys *crashFS) (*Store, error) {
+func openMem(t *testing.T, fsys *memfs.FS) (*Store, error) {
 	t.Helper()
 	return Open(Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clock.NewManual(testStart), Logger: zerolog.Nop()})
 }
@@ -29,8 +30,8 @@ func TestCrashAtEveryOperation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k := 0; k < 10000; k++ {
-				fsys := newCrashFS()
-				fsys.failAfter = k
+				fsys := memfs.New()
+				fsys.FailAfter(k)
 				var acked [][]byte
 				s, err := openMem(t, fsys)
 				if err == nil {
@@ -46,11 +47,9 @@ func TestCrashAtEveryOperation(t *testing.T) {
 					}
 					s.Close()
 				}
-				fsys.mu.Lock()
-				finished := !fsys.crashed()
-				fsys.mu.Unlock()
+				finished := fsys.Ops() < k // the run ended before the crash point
 
-				after := fsys.crashClone()
+				after := fsys.CrashClone()
 				s2, err := openMem(t, after)
 				if err != nil {
 					t.Fatalf("k=%d: open after crash: %v", k, err)

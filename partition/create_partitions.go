@@ -1,9 +1,6 @@
 package partition
 
-import (
-	"fmt"
-	"path/filepath"
-)
+import "fmt"
 
 // CreatePartitions grows topic name to total partitions (CreatePartitions,
 // KIP-195): the new partitions' logs are created empty, then the catalog is
@@ -18,15 +15,9 @@ import (
 func (s *Store) CreatePartitions(name string, total int32, validateOnly bool) (*Topic, error) {
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
-	s.mu.RLock()
-	old, ok := s.topics[name]
-	closed := s.closed
-	s.mu.RUnlock()
-	switch {
-	case closed:
-		return nil, ErrClosed
-	case !ok:
-		return nil, withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
+	old, err := s.hostedTopic(name)
+	if err != nil {
+		return nil, err
 	}
 	cur := int32(len(old.Partitions))
 	switch {
@@ -45,43 +36,14 @@ func (s *Store) CreatePartitions(name string, total int32, validateOnly bool) (*
 	if validateOnly {
 		return t, nil
 	}
-	discard := func() {
-		// Only the directories this call created: a failed open may
-		// have found one it must not touch.
-		for _, l := range t.Partitions[cur:] {
-			l.close(true)
-			s.fs.RemoveAll(l.dir)
-		}
+	if err := s.createLogs(t, total); err != nil {
+		return nil, err
 	}
-	for p := cur; p < total; p++ {
-		// Open set aside any directory of that name left by a crash
-		// before the catalog was written, so create finds none.
-		l, err := s.openLog(logParams{topic: name, partition: p, id: t.ID, cfg: t.Config, recoveryPoint: -1, logStart: -1, create: true})
-		if err != nil {
-			discard()
-			return nil, fmt.Errorf("%w: creating %s-%d: %v", ErrStorage, name, p, err)
-		}
-		t.Partitions = append(t.Partitions, l)
+	if err := s.writeCatalog(name, t); err != nil {
+		s.discardLogs(t.Partitions[cur:])
+		return nil, err
 	}
-	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
-		discard()
-		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	s.mu.RLock()
-	next := make(map[string]*Topic, len(s.topics))
-	for k, v := range s.topics {
-		next[k] = v
-	}
-	s.mu.RUnlock()
-	next[name] = t
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
-		discard()
-		return nil, fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
-	}
-	s.mu.Lock()
-	s.topics[name] = t
-	s.byID[t.ID] = t
-	s.mu.Unlock()
+	s.publishTopic(t)
 	s.logger.Info().Str("topic", name).Int32("from", cur).Int32("to", total).Msg("partitions created")
 	return t, nil
 }

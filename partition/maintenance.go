@@ -30,14 +30,44 @@ type SegmentInfo struct {
 	NextOffset int64
 	Size       int64 // bytes in the .log
 	// MaxTimestamp is the largest batch max timestamp in the segment, -1
-	// if none (retention.ms measures from it).
+	// if none.
 	MaxTimestamp int64
-	Active       bool
-	LogPath      string // the .log file, for naming the cleaner's output
+	// LargestTimestamp is Kafka's LogSegment.largestTimestamp, which
+	// retention.ms and min.compaction.lag.ms measure from: MaxTimestamp,
+	// or for a segment without timestamps (an empty one, one the cleaner
+	// emptied, or records with timestamp -1) its .log file's modification
+	// time in ms. The cleaner gives its output the modification time of
+	// the last segment it replaced, as Kafka does, so an emptied segment
+	// is as old as what it replaced.
+	LargestTimestamp int64
+	Active           bool
+	LogPath          string // the .log file, for naming the cleaner's output
 }
 
 // Segments returns the log's segments, oldest first.
 func (l *Log) Segments() []SegmentInfo {
+	out := l.segmentsSnapshot()
+	for i := range out {
+		// Outside the mutex: a file-system call per segment without
+		// timestamps, which is rare (Kafka's largestTimestamp).
+		if out[i].LargestTimestamp < 0 {
+			out[i].LargestTimestamp = l.lastModified(out[i].LogPath)
+		}
+	}
+	return out
+}
+
+// lastModified returns a .log file's modification time in ms. A file that
+// cannot be read counts as modified now, so nothing expires by it.
+func (l *Log) lastModified(path string) int64 {
+	fi, err := l.store.fs.Stat(path)
+	if err != nil {
+		return l.store.clock.Now().UnixMilli()
+	}
+	return fi.ModTime().UnixMilli()
+}
+
+func (l *Log) segmentsSnapshot() []SegmentInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	segs := *l.segs.Load()
@@ -48,12 +78,13 @@ func (l *Log) Segments() []SegmentInfo {
 			next = segs[i+1].base
 		}
 		out[i] = SegmentInfo{
-			BaseOffset:   s.base,
-			NextOffset:   next,
-			Size:         s.size.Load(),
-			MaxTimestamp: s.maxTs,
-			Active:       s == l.active,
-			LogPath:      s.path(logSuffix),
+			BaseOffset:       s.base,
+			NextOffset:       next,
+			Size:             s.size.Load(),
+			MaxTimestamp:     s.maxTs,
+			LargestTimestamp: s.maxTs,
+			Active:           s == l.active,
+			LogPath:          s.path(logSuffix),
 		}
 	}
 	return out
@@ -146,6 +177,24 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
 		}
 		if err := seg.syncIndexes(); err != nil {
+			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+	}
+	// Kafka's cleaned.setLastModified(segments.last.lastModified): the new
+	// files keep the last replaced segment's modification time, which is
+	// the age retention.ms and min.compaction.lag.ms see when the segment
+	// has no timestamps (one the cleaner emptied). Should the old file be
+	// gone already, the check below fails anyway; another Stat error only
+	// leaves the pass's time, which delays expiry, never hastens it.
+	if fi, err := fsys.Stat(filepath.Join(l.dir, segmentFileName(oldBases[len(oldBases)-1], logSuffix))); err == nil {
+		mtime := fi.ModTime()
+		for _, suf := range suffixes {
+			if err := fsys.Chtimes(final(suf)+cleanedSuffix, mtime, mtime); err != nil {
+				return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			}
+		}
+		// Make the time durable with the data (an fsync writes the inode).
+		if err := seg.log.Sync(); err != nil {
 			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
 		}
 	}

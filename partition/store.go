@@ -355,46 +355,96 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	if validateOnly {
 		return t, nil
 	}
-	for p := int32(0); p < n; p++ {
-		l, err := s.openLog(logParams{topic: name, partition: p, id: t.ID, cfg: conf, recoveryPoint: -1, logStart: -1, create: true})
-		if err != nil {
-			s.discardLogs(t, p)
-			return nil, fmt.Errorf("%w: creating %s-%d: %v", ErrStorage, name, p, err)
-		}
-		t.Partitions = append(t.Partitions, l)
+	if err := s.createLogs(t, n); err != nil {
+		return nil, err
 	}
-	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
-		s.discardLogs(t, n)
-		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	if err := s.writeCatalog(name, t); err != nil {
+		s.discardLogs(t.Partitions)
+		return nil, err
 	}
-	s.mu.Lock()
-	next := make(map[string]*Topic, len(s.topics)+1)
-	for k, v := range s.topics {
-		next[k] = v
-	}
-	next[name] = t
-	s.mu.Unlock()
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
-		s.discardLogs(t, n)
-		return nil, fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
-	}
-	s.mu.Lock()
-	s.topics[name] = t
-	s.byID[t.ID] = t
-	s.mu.Unlock()
+	s.publishTopic(t)
 	s.logger.Info().Str("topic", name).Str("topic_id", t.ID.String()).Int32("partitions", n).Msg("topic created")
 	return t, nil
 }
 
-// discardLogs undoes a failed creation: closes and removes the first n
-// partitions of t.
-func (s *Store) discardLogs(t *Topic, n int32) {
-	for p := int32(0); p < n && int(p) < len(t.Partitions); p++ {
-		t.Partitions[p].close(true)
+// createLogs creates t's partitions from len(t.Partitions) up to total,
+// empty, and makes their directories durable. On error it leaves none of
+// them behind (t is then the caller's to drop).
+func (s *Store) createLogs(t *Topic, total int32) (err error) {
+	from := len(t.Partitions)
+	defer func() {
+		if err != nil {
+			s.discardLogs(t.Partitions[from:])
+		}
+	}()
+	for p := int32(from); p < total; p++ {
+		// Open set aside any directory of that name left by a crash
+		// before the catalog was written, so create finds none.
+		l, err := s.openLog(logParams{topic: t.Name, partition: p, id: t.ID, cfg: t.Config, recoveryPoint: -1, logStart: -1, create: true})
+		if err != nil {
+			return fmt.Errorf("%w: creating %s-%d: %v", ErrStorage, t.Name, p, err)
+		}
+		t.Partitions = append(t.Partitions, l)
 	}
-	for p := int32(0); p < n; p++ {
-		s.fs.RemoveAll(filepath.Join(s.cfg.Dir, partitionDirName(t.Name, p)))
+	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
+	return nil
+}
+
+// discardLogs undoes a failed creation: closes and removes logs this call
+// created (only those: a failed open may have found a directory it must
+// not touch).
+func (s *Store) discardLogs(logs []*Log) {
+	for _, l := range logs {
+		l.close(true)
+		s.fs.RemoveAll(l.dir)
+	}
+}
+
+// hostedTopic returns the topic a catalog change applies to, or Kafka's
+// error when the store is closed or does not have it.
+func (s *Store) hostedTopic(name string) (*Topic, error) {
+	s.mu.RLock()
+	t, ok := s.topics[name]
+	closed := s.closed
+	s.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !ok:
+		return nil, withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
+	}
+	return t, nil
+}
+
+// writeCatalog durably writes the catalog as it is with name's entry
+// replaced by t, or removed when t is nil. REQUIRES: catalogMu held, so
+// the topics cannot change before the caller publishes the change.
+func (s *Store) writeCatalog(name string, t *Topic) error {
+	s.mu.RLock()
+	next := make(map[string]*Topic, len(s.topics)+1)
+	for k, v := range s.topics {
+		next[k] = v
+	}
+	s.mu.RUnlock()
+	if t != nil {
+		next[name] = t
+	} else {
+		delete(next, name)
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
+		return fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
+	}
+	return nil
+}
+
+// publishTopic makes t the topic of its name, once the catalog has it.
+func (s *Store) publishTopic(t *Topic) {
+	s.mu.Lock()
+	s.topics[t.Name] = t
+	s.byID[t.ID] = t
+	s.mu.Unlock()
 }
 
 // DeleteTopic deletes a topic and its partition directories: the catalog
@@ -404,24 +454,12 @@ func (s *Store) discardLogs(t *Topic, n int32) {
 func (s *Store) DeleteTopic(name string) error {
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
-	s.mu.RLock()
-	t, ok := s.topics[name]
-	closed := s.closed
-	next := make(map[string]*Topic, len(s.topics))
-	for k, v := range s.topics {
-		if k != name {
-			next[k] = v
-		}
+	t, err := s.hostedTopic(name)
+	if err != nil {
+		return err
 	}
-	s.mu.RUnlock()
-	if closed {
-		return ErrClosed
-	}
-	if !ok {
-		return withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
-	}
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
-		return fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
+	if err := s.writeCatalog(name, nil); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	delete(s.topics, name)
@@ -664,15 +702,9 @@ func (s *Store) AlterTopicConfig(name string, overrides map[string]string, valid
 	if conf, err = ResolveLogConfig(s.dynamicDefaults(), overrides); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	old, ok := s.topics[name]
-	closed := s.closed
-	s.mu.RUnlock()
-	switch {
-	case closed:
-		return nil, ErrClosed
-	case !ok:
-		return nil, withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
+	old, err := s.hostedTopic(name)
+	if err != nil {
+		return nil, err
 	}
 	ov := make(map[string]string, len(overrides))
 	for k, v := range overrides {
@@ -682,24 +714,14 @@ func (s *Store) AlterTopicConfig(name string, overrides map[string]string, valid
 	if validateOnly {
 		return t, nil
 	}
-	s.mu.RLock()
-	next := make(map[string]*Topic, len(s.topics))
-	for k, v := range s.topics {
-		next[k] = v
-	}
-	s.mu.RUnlock()
-	next[name] = t
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
-		return nil, fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
+	if err := s.writeCatalog(name, t); err != nil {
+		return nil, err
 	}
 	for _, l := range t.Partitions {
 		c := conf
 		l.cfg.Store(&c)
 	}
-	s.mu.Lock()
-	s.topics[name] = t
-	s.byID[t.ID] = t
-	s.mu.Unlock()
+	s.publishTopic(t)
 	return t, nil
 }
 

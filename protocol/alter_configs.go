@@ -79,19 +79,13 @@ func handleAlterConfigs(s *Server, r *Request) (kmsg.Response, error) {
 		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
 	})
 	for i, res := range req.Resources {
+		ops := make([]configOp, len(res.Configs))
+		for j, c := range res.Configs {
+			ops[j] = configOp{name: c.Name, op: opSet, value: c.Value}
+		}
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		var err error
-		if dup[i] {
-			err = invalidRequest("Each resource must appear at most once.")
-		} else {
-			ops := make([]configOp, len(res.Configs))
-			for j, c := range res.Configs {
-				ops[j] = configOp{name: c.Name, op: opSet, value: c.Value}
-			}
-			err = s.alterResource(res.ResourceType, res.ResourceName, ops, false, req.ValidateOnly)
-		}
-		out.ErrorCode, out.ErrorMessage = s.configErrorCode(err), errorMessage(err)
+		out.ErrorCode, out.ErrorMessage = s.alterResult(dup[i], res.ResourceType, res.ResourceName, ops, false, req.ValidateOnly)
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil
@@ -114,6 +108,18 @@ func duplicateResources(n int, key func(int) (kmsg.ConfigResourceType, string)) 
 		dup[i] = count[k{t, name}] > 1
 	}
 	return dup
+}
+
+// alterResult is one resource's error code and message in an alter
+// response; dup: the request names the resource more than once.
+func (s *Server) alterResult(dup bool, typ kmsg.ConfigResourceType, name string, ops []configOp, incremental, validateOnly bool) (int16, *string) {
+	var err error
+	if dup {
+		err = invalidRequest("Each resource must appear at most once.")
+	} else {
+		err = s.alterResource(typ, name, ops, incremental, validateOnly)
+	}
+	return s.configErrorCode(err), errorMessage(err)
 }
 
 // alterMu serializes config changes, as Kafka's controller does, so that

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,11 +56,20 @@ type conn struct {
 	// (TLS) each piece would be a write and a record of its own.
 	writev bool
 	splice fetchSplicer
+
+	ip netip.Addr // the peer's, as counted in s.quotas
+	// active is when the connection last received bytes or began
+	// answering a request, in Unix nanoseconds of s.clock; inflight
+	// counts requests read but not yet answered. The idle sweeper reads
+	// both (limits.go).
+	active   atomic.Int64
+	inflight atomic.Int32
+	pending  bool // serveLoop's request is not yet answered (requestDone)
 }
 
-// startConn registers nc and starts its goroutines; false if the server is
-// closing.
-func (s *Server) startConn(nc net.Conn) bool {
+// startConn registers nc, whose quota slot for ip is taken, and starts its
+// goroutines; false if the server is closing.
+func (s *Server) startConn(nc net.Conn, ip netip.Addr) bool {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
 		s:      s,
@@ -67,7 +78,9 @@ func (s *Server) startConn(nc net.Conn) bool {
 		ctx:    ctx,
 		cancel: cancel,
 		frames: make(chan []byte),
+		ip:     ip,
 	}
+	c.touch()
 	_, c.writev = nc.(*net.TCPConn)
 	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
 	s.mu.Lock()
@@ -79,6 +92,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 	s.conns[c] = struct{}{}
 	s.goroutineLocked(c.readLoop)
 	s.goroutineLocked(c.serveLoop)
+	s.startIdleSweepLocked()
 	return true
 }
 
@@ -101,7 +115,7 @@ func (c *conn) close() {
 func (c *conn) readLoop() {
 	defer close(c.frames)
 	defer c.cancel()
-	br := bufio.NewReaderSize(c.nc, 16<<10)
+	br := bufio.NewReaderSize(activityReader{c}, 16<<10)
 	for {
 		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
 		if err != nil {
@@ -113,6 +127,7 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		c.inflight.Add(1) // counted from now: a read request is not idle
 		select {
 		case c.frames <- frame:
 		case <-c.ctx.Done():
@@ -195,9 +210,13 @@ func (c *conn) serveLoop() {
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
+		c.s.quotas.release(c.ip)
 	}()
 	for frame := range c.frames {
-		if err := c.serveRecovered(frame); err != nil {
+		c.pending = true
+		err := c.serveRecovered(frame)
+		c.requestDone() // if no response was written
+		if err != nil {
 			if c.ctx.Err() == nil {
 				c.log.Info().Err(err).Msg("closing connection")
 			}
@@ -396,6 +415,7 @@ func (c *conn) call(a api, r *Request) (resp kmsg.Response, err error) {
 // body is flexible, so that a client can parse it before it knows our
 // versions.
 func (c *conn) write(h header, resp kmsg.Response) error {
+	c.requestDone()
 	b := c.wbuf[:0]
 	b = append(b, 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.correlation))

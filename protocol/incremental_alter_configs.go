@@ -30,19 +30,13 @@ func handleIncrementalAlterConfigs(s *Server, r *Request) (kmsg.Response, error)
 		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
 	})
 	for i, res := range req.Resources {
+		ops := make([]configOp, len(res.Configs))
+		for j, c := range res.Configs {
+			ops[j] = configOp{name: c.Name, op: c.Op, value: c.Value}
+		}
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		var err error
-		if dup[i] {
-			err = invalidRequest("Each resource must appear at most once.")
-		} else {
-			ops := make([]configOp, len(res.Configs))
-			for j, c := range res.Configs {
-				ops[j] = configOp{name: c.Name, op: c.Op, value: c.Value}
-			}
-			err = s.alterResource(res.ResourceType, res.ResourceName, ops, true, req.ValidateOnly)
-		}
-		out.ErrorCode, out.ErrorMessage = s.configErrorCode(err), errorMessage(err)
+		out.ErrorCode, out.ErrorMessage = s.alterResult(dup[i], res.ResourceType, res.ResourceName, ops, true, req.ValidateOnly)
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil

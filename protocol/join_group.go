@@ -7,8 +7,12 @@ package protocol
 // a closed connection abandons it. An empty group id is INVALID_GROUP_ID;
 // a session timeout outside group.min/max.session.timeout.ms is
 // INVALID_SESSION_TIMEOUT; no protocol type or no protocols, or none in
-// common with the group, is INCONSISTENT_GROUP_PROTOCOL. The member id is
-// the client id, "-", and a UUID, as Kafka builds it.
+// common with the group, is INCONSISTENT_GROUP_PROTOCOL. A group at
+// group.max.size turns new members away with GROUP_MAX_SIZE_REACHED and
+// no member id (Kafka 3.9's acceptJoiningMember). A new member whose
+// JoinGroup the join phase has not answered within 5 minutes is dropped
+// with UNKNOWN_MEMBER_ID (Kafka's NewMemberJoinTimeoutMs). The member id
+// is the client id, "-", and a UUID, as Kafka builds it.
 //
 // Version notes:
 //   - v1: RebalanceTimeoutMillis (v0 uses the session timeout)

@@ -2,12 +2,15 @@ package protocol
 
 // OffsetCommit: v0-9
 //
-// Behavior (Kafka's KafkaApis.handleOffsetCommitRequest and
-// ClassicGroup.validateOffsetCommit):
+// Behavior (Kafka's KafkaApis.handleOffsetCommitRequest,
+// GroupCoordinator.doCommitOffsets and GroupMetadataManager.storeOffsets):
 //   - A partition of a topic that does not exist:
-//     UNKNOWN_TOPIC_OR_PARTITION; metadata longer than
-//     offset.metadata.max.bytes: OFFSET_METADATA_TOO_LARGE. The other
-//     partitions are committed.
+//     UNKNOWN_TOPIC_OR_PARTITION, decided here; the other partitions go to
+//     the coordinator. There a group error (below) answers every one of
+//     them; only a commit that passes the group checks answers metadata
+//     longer than offset.metadata.max.bytes (in UTF-16 code units, as
+//     Java's String.length) with OFFSET_METADATA_TOO_LARGE and commits the
+//     other partitions.
 //   - Generation -1 with no member id commits for a group that is Empty or
 //     does not exist (a simple consumer or an admin client; the group is
 //     created). Otherwise the member must be in the group
@@ -50,10 +53,8 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	codes := make([][]int16, len(req.Topics))
 	var parts []coordinator.CommitPartition
 	var now int64
-	maxMeta := 0
 	if s.groups != nil {
 		now = s.groups.Now()
-		maxMeta = s.groups.OffsetMetadataMaxBytes()
 	}
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
@@ -64,8 +65,6 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 				codes[i][j] = coordinatorNotAvailable
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case p.Metadata != nil && len(*p.Metadata) > maxMeta:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			default:
 				codes[i][j] = -1
 				cp := coordinator.CommitPartition{
@@ -92,20 +91,22 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 			}
 		}
 	}
-	var code int16
+	var partCodes []int16 // in parts' order
 	if len(parts) > 0 {
 		instance := req.InstanceID
 		if r.Version < 7 {
 			instance = nil
 		}
-		code = s.groups.CommitOffsets(r.Ctx, r.Version, req.Group, req.Generation, req.MemberID, instance, parts)
+		partCodes = s.groups.CommitOffsets(r.Ctx, r.Version, req.Group, req.Generation, req.MemberID, instance, parts)
 	}
+	next := 0
 	for i, t := range req.Topics {
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
 		for j, p := range t.Partitions {
 			c := codes[i][j]
 			if c == -1 {
-				c = code
+				c = partCodes[next]
+				next++
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: c})
 		}

@@ -17,7 +17,10 @@
 // or above Config.MaxRequestBytes, a truncated frame, an unknown API key, a
 // version this server does not serve (except ApiVersions, which gets Kafka's
 // UNSUPPORTED_VERSION answer), a body that does not decode, a handler
-// returning a Go error, and a panic inside a handler (recovered and logged).
+// returning a Go error, a panic inside a handler (recovered and logged),
+// and idleness past connections.max.idle.ms. A new connection over
+// max.connections.per.ip is closed at once; at max.connections the accept
+// loop waits for a connection to close (limits.go).
 package protocol
 
 import (
@@ -89,6 +92,9 @@ type Config struct {
 	// starts one with coordinator.DefaultConfig over the store, which
 	// Close stops.
 	Groups *coordinator.Coordinator
+	// Connections bounds connections: max.connections, per IP, idle
+	// timeout (limits.go). Nil: DefaultConnectionLimits.
+	Connections *ConnectionLimits
 }
 
 // Defaults for Config's zero fields.
@@ -138,6 +144,16 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	sweeping  bool // the idle sweeper runs (limits.go)
+	// swept, if set before serving, is called after each idle sweep
+	// with the number of connections it closed, once its next timer is
+	// armed (tests).
+	swept func(closed int)
+
+	// quotas counts connections against max.connections and per IP.
+	quotas *connQuotas
+	// idle is connections.max.idle.ms; negative: never.
+	idle time.Duration
 
 	// wg counts every goroutine the server starts (see goroutine), so
 	// Close can wait for all of them.
@@ -167,6 +183,10 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	limits := DefaultConnectionLimits()
+	if cfg.Connections != nil {
+		limits = *cfg.Connections
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,
@@ -178,7 +198,10 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		quotas:    newConnQuotas(limits),
+		idle:      limits.idleTimeout(),
 	}
+	s.quotas.log = cfg.Logger
 	s.fetchSessions = newFetchSessions(cfg)
 	s.groups = cfg.Groups
 	if s.groups == nil && store != nil {
@@ -268,8 +291,20 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
-		if !s.startConn(nc) {
+		ip := remoteIP(nc.RemoteAddr())
+		if err := s.quotas.acquire(s.ctx, ip); err != nil {
 			nc.Close()
+			var tm *errTooManyConnections
+			if errors.As(err, &tm) {
+				s.log.Info().Str("remote", addrString(nc.RemoteAddr())).Int32("max", tm.max).
+					Msg("rejected connection: address already has the configured maximum of connections")
+				continue
+			}
+			return nil // closing
+		}
+		if !s.startConn(nc, ip) {
+			nc.Close()
+			s.quotas.release(ip)
 			return nil
 		}
 	}

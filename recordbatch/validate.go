@@ -274,14 +274,30 @@ func Records(b []byte, maxDecompressed int) ([]Record, error) {
 // fn returns. Unlike Records it does not hold every record at once; the
 // structure of all records is checked before fn sees the first.
 func ForEachRecord(b []byte, maxDecompressed int, fn func(Record) error) error {
+	return ForEachRecordScratch(b, nil, maxDecompressed, fn)
+}
+
+// ForEachRecordScratch is ForEachRecord decompressing a compressed batch
+// into *scratch, reusing its capacity and leaving the (possibly grown)
+// buffer there for the next call; nil scratch allocates as ForEachRecord
+// does. For a compressed batch the records' slices alias *scratch, so they
+// are valid only until the buffer is used again.
+func ForEachRecordScratch(b []byte, scratch *[]byte, maxDecompressed int, fn func(Record) error) error {
 	h, err := checkBatch(b, OriginInternal)
 	if err != nil {
 		return err
 	}
 	data := b[HeaderSize:]
 	if c := h.Codec(); c != None {
-		if data, err = decompress(c, nil, data, maxDecompressed); err != nil {
+		var dst []byte
+		if scratch != nil {
+			dst = *scratch
+		}
+		if data, err = decompress(c, dst, data, maxDecompressed); err != nil {
 			return err
+		}
+		if scratch != nil {
+			*scratch = data
 		}
 	}
 	// A first pass checks every record without allocating, so fn never

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // File is an open file.
@@ -41,6 +42,11 @@ type FS interface {
 	// Lock takes an exclusive advisory lock on the file name (created if
 	// missing), failing at once if another process holds it.
 	Lock(name string) (io.Closer, error)
+	// Chtimes sets a file's access and modification times, as os.Chtimes
+	// does. The cleaner gives its output the modification time of the
+	// last segment it replaces (Kafka's LogSegment.setLastModified), so
+	// retention of segments without timestamps sees the old age.
+	Chtimes(name string, atime, mtime time.Time) error
 }
 
 // OS is the real file system.
@@ -62,6 +68,9 @@ func (OS) RemoveAll(path string) error                  { return os.RemoveAll(pa
 func (OS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
 func (OS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
 func (OS) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
+func (OS) Chtimes(name string, atime, mtime time.Time) error {
+	return os.Chtimes(name, atime, mtime)
+}
 
 func (OS) SyncDir(dir string) error {
 	d, err := os.Open(dir)

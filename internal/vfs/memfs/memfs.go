@@ -1,7 +1,7 @@
 // Package memfs is an in-memory vfs.FS for crash tests: a crash keeps only
 // what was synced (file data at its last Sync, directory entries at their
-// last SyncDir). It is partition's test file system (partition/memfs_test.go)
-// made importable, so the cleaner's crash tests run on the same model.
+// last SyncDir). The partition and cleaner crash tests share it, so both
+// run on the same model of a power cut.
 package memfs
 
 import (
@@ -29,13 +29,15 @@ type FS struct {
 	cur       map[string]*memNode // path -> node, the live namespace
 	durable   map[string]*memNode // the namespace a crash leaves
 	ops       int
-	failAfter int // -1: never
+	failAfter int              // -1: never
+	now       func() time.Time // modification times; time.Now unless SetNow
 }
 
 type memNode struct {
 	dir    bool
 	data   []byte
 	synced []byte
+	mtime  time.Time // like a real file system's, not crash-modelled
 }
 
 // ErrCrashed is what every operation returns after the crash point.
@@ -43,7 +45,16 @@ var ErrCrashed = errors.New("memfs: machine crashed")
 
 // New returns an empty file system that never fails.
 func New() *FS {
-	return &FS{cur: map[string]*memNode{"/": {dir: true}}, durable: map[string]*memNode{"/": {dir: true}}, failAfter: -1}
+	return &FS{cur: map[string]*memNode{"/": {dir: true}}, durable: map[string]*memNode{"/": {dir: true}}, failAfter: -1, now: time.Now}
+}
+
+// SetNow makes now the source of the modification times that writes,
+// truncations and creations set (an injected clock's Now, so tests of
+// retention by file age run on that clock).
+func (c *FS) SetNow(now func() time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
 }
 
 // op counts a mutating operation. REQUIRES: mu held.
@@ -62,8 +73,9 @@ func (c *FS) CrashClone() *FS {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := New()
+	n.now = c.now
 	for p, node := range c.durable {
-		nn := &memNode{dir: node.dir, data: append([]byte(nil), node.synced...)}
+		nn := &memNode{dir: node.dir, data: append([]byte(nil), node.synced...), mtime: node.mtime}
 		nn.synced = append([]byte(nil), nn.data...)
 		n.cur[p] = nn
 		n.durable[p] = nn
@@ -91,6 +103,7 @@ func (c *FS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error)
 			c.cur[name] = node
 		}
 		node.data = nil
+		node.mtime = c.now()
 	} else if flag&os.O_EXCL != 0 && flag&os.O_CREATE != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrExist}
 	}
@@ -162,7 +175,7 @@ func (c *FS) MkdirAll(path string, perm fs.FileMode) error {
 		if err := c.op(); err != nil {
 			return err
 		}
-		c.cur[p] = &memNode{dir: true}
+		c.cur[p] = &memNode{dir: true, mtime: c.now()}
 	}
 	return nil
 }
@@ -177,7 +190,7 @@ func (c *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
 	for p, n := range c.cur {
 		if p != name && filepath.Dir(p) == name {
-			out = append(out, memInfo{name: filepath.Base(p), node: n})
+			out = append(out, memInfo{name: filepath.Base(p), node: n, size: int64(len(n.data)), mtime: n.mtime})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
@@ -192,7 +205,22 @@ func (c *FS) Stat(name string) (fs.FileInfo, error) {
 	if !ok {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
-	return memInfo{name: filepath.Base(name), node: n, size: int64(len(n.data))}, nil
+	return memInfo{name: filepath.Base(name), node: n, size: int64(len(n.data)), mtime: n.mtime}, nil
+}
+
+func (c *FS) Chtimes(name string, atime, mtime time.Time) error {
+	name = filepath.Clean(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.op(); err != nil {
+		return err
+	}
+	n, ok := c.cur[name]
+	if !ok {
+		return &fs.PathError{Op: "chtimes", Path: name, Err: fs.ErrNotExist}
+	}
+	n.mtime = mtime
+	return nil
 }
 
 func (c *FS) SyncDir(dir string) error {
@@ -256,10 +284,12 @@ func (c *FS) Lock(name string) (io.Closer, error) {
 	return f, nil
 }
 
+// memInfo is a snapshot taken under the lock (node.dir never changes).
 type memInfo struct {
-	name string
-	node *memNode
-	size int64
+	name  string
+	node  *memNode
+	size  int64
+	mtime time.Time
 }
 
 func (i memInfo) Name() string { return i.name }
@@ -267,7 +297,7 @@ func (i memInfo) Size() int64  { return i.size }
 func (i memInfo) Mode() fs.FileMode {
 	return map[bool]fs.FileMode{true: fs.ModeDir | 0o755, false: 0o644}[i.node.dir]
 }
-func (i memInfo) ModTime() time.Time         { return time.Time{} }
+func (i memInfo) ModTime() time.Time         { return i.mtime }
 func (i memInfo) IsDir() bool                { return i.node.dir }
 func (i memInfo) Sys() any                   { return nil }
 func (i memInfo) Type() fs.FileMode          { return i.Mode().Type() }
@@ -315,6 +345,7 @@ func (f *memFile) WriteAt(b []byte, off int64) (int, error) {
 		f.node.data = append(f.node.data, make([]byte, end-int64(len(f.node.data)))...)
 	}
 	copy(f.node.data[off:], b)
+	f.node.mtime = f.fs.now()
 	return len(b), nil
 }
 
@@ -341,7 +372,7 @@ func (f *memFile) Seek(off int64, whence int) (int64, error) {
 func (f *memFile) Stat() (fs.FileInfo, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	return memInfo{name: filepath.Base(f.name), node: f.node, size: int64(len(f.node.data))}, nil
+	return memInfo{name: filepath.Base(f.name), node: f.node, size: int64(len(f.node.data)), mtime: f.node.mtime}, nil
 }
 
 func (f *memFile) Sync() error {
@@ -365,6 +396,7 @@ func (f *memFile) Truncate(size int64) error {
 	} else {
 		f.node.data = append(f.node.data, make([]byte, size-int64(len(f.node.data)))...)
 	}
+	f.node.mtime = f.fs.now()
 	return nil
 }
 

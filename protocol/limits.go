@@ -1,0 +1,292 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Connection limits, with Kafka's names and semantics (SocketServer's
+// Acceptor and ConnectionQuotas, and the Selector's idle expiry):
+//
+//   - max.connections: when the broker holds that many connections, the
+//     accept loop takes the next connection and then waits, without
+//     serving it, until another connection closes (Kafka's acceptor blocks
+//     in waitForConnectionSlot); connections behind it wait in the
+//     listen backlog.
+//   - max.connections.per.ip and its overrides: a new connection from an
+//     address already holding its maximum is closed at once, after the
+//     wait for a broker-wide slot, as Kafka's inc does; the address's
+//     other connections are untouched.
+//   - connections.max.idle.ms: a connection with no request being served
+//     that has received no bytes and started no response for that long is
+//     closed. A request being served (a Fetch long poll) keeps its
+//     connection alive, where Kafka's Selector would count only socket
+//     activity; with Kafka's bounds on fetch.max.wait.ms the two agree. A
+//     response the client does not read counts as idle from when its
+//     write began, so a client that stops reading is closed too (a single
+//     response taking longer than the timeout to drain is cut short).
+
+// ConnectionLimits bounds the connections a server holds. Values are
+// taken as given (zero is meaningful for each); start from
+// DefaultConnectionLimits.
+type ConnectionLimits struct {
+	// MaxIdleMs is connections.max.idle.ms (default 600000): how long a
+	// connection may be idle before it is closed. Negative: never.
+	MaxIdleMs int64
+	// MaxConnections is max.connections (default 2147483647).
+	MaxConnections int32
+	// MaxConnectionsPerIP is max.connections.per.ip (default 2147483647).
+	MaxConnectionsPerIP int32
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides,
+	// with host names already resolved to addresses. IPv4-mapped IPv6
+	// addresses are matched as IPv4.
+	MaxConnectionsPerIPOverrides map[netip.Addr]int32
+}
+
+// DefaultConnectionLimits returns Kafka's defaults.
+func DefaultConnectionLimits() ConnectionLimits {
+	return ConnectionLimits{
+		MaxIdleMs:           600000,
+		MaxConnections:      math.MaxInt32,
+		MaxConnectionsPerIP: math.MaxInt32,
+	}
+}
+
+// maxIdle is the longest idle timeout kept as a duration: beyond it
+// (about a century) connections are never idle-closed, and deadlines in
+// Unix nanoseconds cannot overflow.
+const maxIdle = 100 * 365 * 24 * time.Hour
+
+// idleTimeout converts connections.max.idle.ms; negative means never.
+func (l ConnectionLimits) idleTimeout() time.Duration {
+	if l.MaxIdleMs < 0 || l.MaxIdleMs > int64(maxIdle/time.Millisecond) {
+		return -1
+	}
+	return time.Duration(l.MaxIdleMs) * time.Millisecond
+}
+
+// errTooManyConnections is a per-IP rejection.
+type errTooManyConnections struct {
+	ip  netip.Addr
+	max int32
+}
+
+func (e *errTooManyConnections) Error() string {
+	return fmt.Sprintf("protocol: %s already has the configured maximum of %d connections", e.ip, e.max)
+}
+
+// connQuotas counts connections in total and per address (Kafka's
+// ConnectionQuotas).
+type connQuotas struct {
+	max       int
+	maxPerIP  int
+	overrides map[netip.Addr]int
+
+	mu    sync.Mutex
+	total int
+	perIP map[netip.Addr]int
+	// freed is closed when a connection is released, waking every
+	// acceptor waiting for a slot (Kafka's notifyAll). Made only when an
+	// acceptor waits, so releases cost nothing otherwise.
+	freed chan struct{}
+	// waiting is called each time an acceptor starts waiting (tests).
+	waiting func()
+	log     zerolog.Logger
+}
+
+func newConnQuotas(l ConnectionLimits) *connQuotas {
+	q := &connQuotas{
+		max:      int(l.MaxConnections),
+		maxPerIP: int(l.MaxConnectionsPerIP),
+		perIP:    make(map[netip.Addr]int),
+	}
+	if len(l.MaxConnectionsPerIPOverrides) > 0 {
+		q.overrides = make(map[netip.Addr]int, len(l.MaxConnectionsPerIPOverrides))
+		for a, n := range l.MaxConnectionsPerIPOverrides {
+			q.overrides[a.Unmap()] = int(n)
+		}
+	}
+	return q
+}
+
+// acquire takes a slot for a connection from ip (invalid: an address
+// without an IP, counted only in the total). It waits while the broker is
+// at max.connections, until a connection is released or ctx ends
+// (returning ctx's error); then it refuses with *errTooManyConnections if
+// ip is at its limit.
+func (q *connQuotas) acquire(ctx context.Context, ip netip.Addr) error {
+	q.mu.Lock()
+	for logged := false; q.total >= q.max; logged = true {
+		if !logged {
+			q.log.Info().Int("max_connections", q.max).
+				Msg("max.connections reached; accepting waits until a connection closes")
+		}
+		if q.freed == nil {
+			q.freed = make(chan struct{})
+		}
+		freed, waiting := q.freed, q.waiting
+		q.mu.Unlock()
+		if waiting != nil {
+			waiting()
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		q.mu.Lock()
+	}
+	defer q.mu.Unlock()
+	if ip.IsValid() {
+		limit, ok := q.overrides[ip]
+		if !ok {
+			limit = q.maxPerIP
+		}
+		n := q.perIP[ip]
+		if n >= limit {
+			return &errTooManyConnections{ip: ip, max: int32(limit)}
+		}
+		q.perIP[ip] = n + 1
+	}
+	q.total++
+	return nil
+}
+
+// release returns the slot acquire took for ip.
+func (q *connQuotas) release(ip netip.Addr) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.total--
+	if ip.IsValid() {
+		if n := q.perIP[ip]; n <= 1 {
+			delete(q.perIP, ip)
+		} else {
+			q.perIP[ip] = n - 1
+		}
+	}
+	if q.freed != nil {
+		close(q.freed)
+		q.freed = nil
+	}
+}
+
+// remoteIP is the IP of a connection's peer, invalid if it has none
+// (net.Pipe in tests).
+func remoteIP(a net.Addr) netip.Addr {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.AddrPort().Addr().Unmap()
+	case nil:
+		return netip.Addr{}
+	}
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// activityReader is the connection's socket as its reader sees it: each
+// read that brings bytes marks the connection active.
+type activityReader struct{ c *conn }
+
+func (r activityReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.touch()
+	}
+	return n, err
+}
+
+// requestDone marks the request being served as answered: the
+// connection is idle from now. Called when its response starts being
+// written (so a client that never reads it leaves an idle connection,
+// as Kafka's Selector sees no activity either), or when serving ends
+// without a response.
+func (c *conn) requestDone() {
+	if c.pending {
+		c.pending = false
+		c.touch()
+		c.inflight.Add(-1) // after touch: see closeIdle
+	}
+}
+
+// touch marks the connection active now.
+func (c *conn) touch() {
+	if c.s.idle >= 0 {
+		c.active.Store(c.s.clock.Now().UnixNano())
+	}
+}
+
+// startIdleSweepLocked starts the idle sweeper if it is not running.
+// REQUIRES: s.mu held, the server not closed.
+func (s *Server) startIdleSweepLocked() {
+	if s.idle < 0 || s.sweeping {
+		return
+	}
+	s.sweeping = true
+	s.goroutineLocked(s.sweepIdle)
+}
+
+// sweepIdle closes idle connections. It runs while the server has
+// connections, on one timer set for the earliest instant any connection
+// could expire: activity only moves a connection's expiry later, so the
+// timer never fires late, and there are no per-request timers.
+func (s *Server) sweepIdle() {
+	for {
+		now := s.clock.Now()
+		next, closed, ok := s.closeIdle(now)
+		if !ok {
+			return
+		}
+		t := s.clock.NewTimer(next.Sub(now))
+		if s.swept != nil {
+			s.swept(closed)
+		}
+		select {
+		case <-t.C():
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// closeIdle closes the connections idle at now and returns when the next
+// check is due and how many it closed; false (and the sweeper marked
+// stopped) when the server has no connections left or is closed.
+func (s *Server) closeIdle(now time.Time) (next time.Time, closed int, ok bool) {
+	nowNs, idleNs := now.UnixNano(), int64(s.idle)
+	nextNs := nowNs + idleNs // a busy or new connection expires no earlier
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.conns) == 0 {
+		s.sweeping = false
+		return time.Time{}, 0, false
+	}
+	for c := range s.conns {
+		if c.ctx.Err() != nil { // already closing
+			continue
+		}
+		// inflight before active: the handler stores active before it
+		// decrements inflight, so a zero count sees its last response.
+		if c.inflight.Load() > 0 {
+			continue
+		}
+		deadline := c.active.Load() + idleNs
+		if deadline <= nowNs {
+			c.log.Debug().Dur("idle", time.Duration(nowNs-c.active.Load())).Msg("closing idle connection")
+			c.close()
+			closed++
+			continue
+		}
+		nextNs = min(nextNs, deadline)
+	}
+	return time.Unix(0, nextNs), closed, true
+}
