@@ -39,6 +39,11 @@ type Config struct {
 	// MaxDecompressedBytes bounds one batch's records after decompression
 	// (default 256 MiB).
 	MaxDecompressedBytes int
+	// UncleanableRetryMs is how long a log whose cleaning failed is left
+	// alone (default 10 minutes). Kafka keeps the mark until a restart
+	// (KAFKA-19895: __consumer_offsets then grows unnoticed); the
+	// cleaner spec (section 18) logs loudly and retries instead.
+	UncleanableRetryMs int64
 
 	Clock  clock.Clock // nil means clock.Real{}
 	Logger zerolog.Logger
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		RetentionCheckIntervalMs: 300000,
 		ProducerIDExpirationMs:   86400000,
 		MaxDecompressedBytes:     256 << 20,
+		UncleanableRetryMs:       600000,
 	}
 }
 
@@ -83,9 +89,9 @@ type Cleaner struct {
 	// uncleanable holds the logs whose cleaning (or retention by a
 	// cleaner thread) failed: Kafka's markPartitionUncleanable. They are
 	// neither cleaned nor given retention by the cleaner threads until
-	// the cleaner restarts or the partition is deleted (KAFKA-19895).
-	// Guarded by mu.
-	uncleanable map[partition.TopicPartition]Log
+	// UncleanableRetryMs has passed, the cleaner restarts or the
+	// partition is deleted. Guarded by mu.
+	uncleanable map[partition.TopicPartition]uncleanableMark
 	last        map[partition.TopicPartition]Stats // last pass per log; guarded by mu
 	// idle holds the log end offset of logs whose last pass found nothing
 	// to clean although they looked eligible (an open transaction the
@@ -127,6 +133,9 @@ func New(src Source, cfg Config) *Cleaner {
 	if cfg.MaxDecompressedBytes <= 0 {
 		cfg.MaxDecompressedBytes = def.MaxDecompressedBytes
 	}
+	if cfg.UncleanableRetryMs <= 0 {
+		cfg.UncleanableRetryMs = def.UncleanableRetryMs
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -135,7 +144,7 @@ func New(src Source, cfg Config) *Cleaner {
 		checkpoints: src.ReadCleanerCheckpoint(),
 		inProgress:  map[partition.TopicPartition]bool{},
 		paused:      map[partition.TopicPartition]int{},
-		uncleanable: map[partition.TopicPartition]Log{},
+		uncleanable: map[partition.TopicPartition]uncleanableMark{},
 		last:        map[partition.TopicPartition]Stats{},
 		idle:        map[partition.TopicPartition]int64{},
 		known:       map[partition.TopicPartition]Log{},
@@ -351,19 +360,29 @@ func (c *Cleaner) noteLogLocked(cand candidate) bool {
 // The mark names the log, so a topic deleted and created again under the
 // same name starts clean. REQUIRES: mu held.
 func (c *Cleaner) isUncleanableLocked(cand candidate) bool {
-	l, ok := c.uncleanable[cand.tp]
-	return ok && l == cand.log
+	m, ok := c.uncleanable[cand.tp]
+	return ok && m.log == cand.log && c.clock.Now().UnixMilli() < m.retryAt
 }
 
-// markUncleanable is Kafka's markPartitionUncleanable, logged at Error:
-// an operator must look at the log (or restart) for it to be cleaned
-// again.
+// uncleanableMark is one log's failure mark.
+type uncleanableMark struct {
+	log     Log
+	retryAt int64 // clock ms from which the log is tried again
+}
+
+// markLocked marks cand's log uncleanable and logs it at Error, so a
+// person sees the partition that stopped being compacted. REQUIRES: mu.
+func (c *Cleaner) markLocked(cand candidate, what string, err error) {
+	c.uncleanable[cand.tp] = uncleanableMark{log: cand.log, retryAt: c.clock.Now().UnixMilli() + c.cfg.UncleanableRetryMs}
+	c.logger.Error().Err(err).Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Str("during", what).
+		Int64("retry_after_ms", c.cfg.UncleanableRetryMs).Msg("log cleaning failed, partition marked uncleanable")
+}
+
+// markUncleanable is Kafka's markPartitionUncleanable, with a retry.
 func (c *Cleaner) markUncleanable(cand candidate, what string, err error) {
 	c.mu.Lock()
-	c.uncleanable[cand.tp] = cand.log
-	c.mu.Unlock()
-	c.logger.Error().Err(err).Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Str("during", what).
-		Msg("log cleaning failed, partition marked uncleanable until restart")
+	defer c.mu.Unlock()
+	c.markLocked(cand, what, err)
 }
 
 // maintainUncleanableLocked forgets the marks of deleted partitions
@@ -376,8 +395,8 @@ func (c *Cleaner) maintainUncleanableLocked(all []candidate) {
 	for _, cand := range all {
 		live[cand.tp] = cand.log
 	}
-	for tp, l := range c.uncleanable {
-		if live[tp] != l {
+	for tp, m := range c.uncleanable {
+		if live[tp] != m.log {
 			delete(c.uncleanable, tp)
 		}
 	}
@@ -476,11 +495,10 @@ func (c *Cleaner) clean(cand candidate, now int64) (bool, error) {
 		l.Debug().Err(err).Msg("cleaning aborted")
 		return false, nil
 	case err != nil:
-		c.uncleanable[cand.tp] = cand.log
-		l.Error().Err(err).Str("during", "cleaning").Msg("log cleaning failed, partition marked uncleanable until restart")
+		c.markLocked(cand, "cleaning", err)
 		return false, err
 	}
-	if c.uncleanable[cand.tp] == cand.log {
+	if c.uncleanable[cand.tp].log == cand.log {
 		delete(c.uncleanable, cand.tp) // CleanLog of a marked log worked
 	}
 	if next != cp && next >= 0 {

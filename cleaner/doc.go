@@ -57,7 +57,10 @@
 // A log whose cleaning fails, or whose retention by a cleaner thread
 // fails, is marked uncleanable and logged at Error, as Kafka's
 // markPartitionUncleanable: neither cleaned nor given retention by the
-// cleaner threads until the cleaner restarts or the partition is deleted
-// (UncleanablePartitions lists them). A topic created again under the
-// same name is a new partition.
+// cleaner threads for UncleanableRetryMs (10 minutes), or until the
+// cleaner restarts or the partition is deleted (UncleanablePartitions
+// lists them). Kafka keeps the mark until a restart (KAFKA-19895); the
+// cleaner spec (section 18) retries, so a partition that stopped
+// compacting is not forgotten. A topic created again under the same name
+// is a new partition.
 package cleaner

@@ -130,8 +130,10 @@ func TestLargestTimestampFallsBackToFileTime(t *testing.T) {
 
 // A log whose cleaning fails is marked uncleanable, logged at Error with
 // its partition, and left alone (cleaning and the cleaner threads'
-// retention) until the cleaner restarts or the partition is deleted
-// (Kafka's markPartitionUncleanable / maintainUncleanablePartitions).
+// retention) for UncleanableRetryMs, or until the cleaner restarts or the
+// partition is deleted (Kafka's markPartitionUncleanable /
+// maintainUncleanablePartitions; the retry is the cleaner spec's, section
+// 18, where Kafka waits for a restart).
 func TestFailedLogStaysUncleanable(t *testing.T) {
 	fs := memfs.New()
 	e := newTestEnv(t, fs)
@@ -162,12 +164,24 @@ func TestFailedLogStaysUncleanable(t *testing.T) {
 	if got := e.cleaner.UncleanablePartitions(); len(got) != 1 || got[0] != tp {
 		t.Fatalf("uncleanable %v", got)
 	}
-	// Kafka never retries on its own: not after a day either.
-	e.clock.Advance(24 * time.Hour)
+	// Left alone until the retry time.
+	e.clock.Advance(time.Duration(e.cleaner.cfg.UncleanableRetryMs-1) * time.Millisecond)
 	for i := 0; i < 3; i++ {
 		if ok, err := e.cleaner.CleanOnce(); ok || err != nil {
-			t.Fatalf("uncleanable log picked again: %v %v", ok, err)
+			t.Fatalf("uncleanable log picked again before its retry: %v %v", ok, err)
 		}
+	}
+	// Then tried again: still corrupt, so it fails and is marked again.
+	e.clock.Advance(time.Millisecond)
+	logs.Reset()
+	if ok, err := e.cleaner.CleanOnce(); ok || err == nil {
+		t.Fatalf("retry of the corrupt log: %v %v", ok, err)
+	}
+	if !strings.Contains(logs.String(), `"level":"error"`) {
+		t.Fatalf("retry failure not logged at error: %s", logs.String())
+	}
+	if ok, err := e.cleaner.CleanOnce(); ok || err != nil {
+		t.Fatalf("log picked again right after its second failure: %v %v", ok, err)
 	}
 	// The cleaner threads' retention skips it too (Kafka's deletableLogs).
 	if _, err := l.AdvanceLogStartOffset(1); err != nil {
@@ -190,7 +204,7 @@ func TestUncleanableMarkForgotten(t *testing.T) {
 	e.appendRecs(l, plain, kv("a", "2"))
 	e.appendRecs(l, plain, kv("a", "3"))
 	tp := tpOf(l)
-	e.cleaner.uncleanable[tp] = l
+	e.cleaner.uncleanable[tp] = uncleanableMark{log: l, retryAt: math.MaxInt64}
 	if ok, _ := e.cleaner.CleanOnce(); ok {
 		t.Fatal("marked log cleaned")
 	}
@@ -202,7 +216,7 @@ func TestUncleanableMarkForgotten(t *testing.T) {
 	}
 
 	// Deleted and created again under the same name: a new partition.
-	e.cleaner.uncleanable[tp] = l
+	e.cleaner.uncleanable[tp] = uncleanableMark{log: l, retryAt: math.MaxInt64}
 	if err := e.store.DeleteTopic("t"); err != nil {
 		t.Fatal(err)
 	}
