@@ -32,10 +32,7 @@ func (c *Coordinator) onGroup(ctx context.Context, id string, create bool, f fun
 		}
 		done := make(chan struct{})
 		if !g.do(ctx, func() { f(g); close(done) }) {
-			if ctx.Err() != nil {
-				return false
-			}
-			continue
+			continue // the group went Dead under us: follow its replacement
 		}
 		<-done
 		return true

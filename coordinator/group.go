@@ -173,14 +173,18 @@ func (g *group) publish() {
 }
 
 // do runs f on the group's goroutine; false if the group is gone (Dead
-// or the coordinator closed) or ctx ended first.
-func (g *group) do(ctx context.Context, f func()) bool {
+// or the coordinator closed). ctx is deliberately not a way out: Kafka
+// fully processes a request it has read even if its client hangs up, so
+// an OffsetCommit or LeaveGroup sent just before a close still happens
+// (and a select on a cancelled ctx would drop it half of the time). The
+// group goroutine never blocks for long, so this hand-off is short; a
+// caller that waits for an answer (JoinGroup, SyncGroup) still selects
+// on ctx while waiting.
+func (g *group) do(_ context.Context, f func()) bool {
 	select {
 	case g.reqs <- f:
 		return true
 	case <-g.done:
-		return false
-	case <-ctx.Done():
 		return false
 	}
 }

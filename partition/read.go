@@ -69,7 +69,10 @@ func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n i
 		}
 		limit := seg.size.Load()
 		if seg.base == hw.segBase {
-			limit = hw.pos
+			// min: the cleaner may have swapped in a smaller segment
+			// with this base while the high watermark still names a
+			// position in the old one (all of it below the HW).
+			limit = min(hw.pos, limit)
 		}
 		pos, err := l.startPosition(seg, offset)
 		if err != nil {

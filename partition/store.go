@@ -74,6 +74,7 @@ type Store struct {
 	meta   metaProperties
 
 	catalogMu sync.Mutex   // serializes topic creation and deletion
+	ckptMu    sync.Mutex   // serializes WriteCheckpoints (one temp file per checkpoint)
 	mu        sync.RWMutex // guards topics, byID, closed
 	topics    map[string]*Topic
 	byID      map[TopicID]*Topic
@@ -194,6 +195,14 @@ func (s *Store) load() error {
 	}
 	if err := s.sweepDataDir(known); err != nil {
 		return err
+	}
+	// Entries of partitions that no longer exist (a deletion that crashed
+	// before rewriting the checkpoints) must not outlive this start: a
+	// topic created again under the same name would inherit them.
+	if staleCheckpointEntries(recoveryPoints, known) || staleCheckpointEntries(logStarts, known) {
+		if err := s.WriteCheckpoints(); err != nil {
+			return fmt.Errorf("partition: rewriting offset checkpoints: %w", err)
+		}
 	}
 	// From here on a crash is unclean.
 	if clean {
@@ -468,6 +477,15 @@ func (s *Store) DeleteTopic(name string) error {
 	var firstErr error
 	for _, l := range t.Partitions {
 		l.close(true)
+	}
+	// As Kafka's LogManager does on deletion, drop the topic's recovery
+	// point and log start offset now: a topic created again under this
+	// name (which needs catalogMu, held here) must not inherit them.
+	if err := s.WriteCheckpoints(); err != nil {
+		s.logger.Error().Err(err).Str("topic", name).Msg("cannot rewrite offset checkpoints after deletion")
+		firstErr = err
+	}
+	for _, l := range t.Partitions {
 		del := fmt.Sprintf("%s.%s-delete", l.dir, newUUID().hex())
 		if err := s.fs.Rename(l.dir, del); err != nil {
 			// The catalog no longer has the topic: the next start sets the
@@ -583,6 +601,8 @@ func (s *Store) flushDue() {
 // WriteCheckpoints writes recovery-point-offset-checkpoint and
 // log-start-offset-checkpoint for every partition.
 func (s *Store) WriteCheckpoints() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
 	rps := map[topicPartition]int64{}
 	starts := map[topicPartition]int64{}
 	for _, t := range s.Topics() {
@@ -728,3 +748,14 @@ func (s *Store) AlterTopicConfig(name string, overrides map[string]string, valid
 // Defaults is the broker-level topic config defaults in effect: the
 // static ones with the dynamic broker configs applied.
 func (s *Store) Defaults() LogConfig { return s.dynamicDefaults() }
+
+// staleCheckpointEntries reports whether a checkpoint names a partition
+// whose directory is not in known (the catalog's partitions).
+func staleCheckpointEntries(entries map[topicPartition]int64, known map[string]bool) bool {
+	for tp := range entries {
+		if !known[partitionDirName(tp.Topic, tp.Partition)] {
+			return true
+		}
+	}
+	return false
+}

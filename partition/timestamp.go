@@ -32,7 +32,10 @@ func (l *Log) timeSnapshot() []segTimes {
 		}
 		limit := s.size.Load()
 		if s.base == hw.segBase {
-			limit = hw.pos
+			// min: the cleaner may have swapped in a smaller segment
+			// with this base while the high watermark still names a
+			// position in the old one (all of it below the HW).
+			limit = min(hw.pos, limit)
 		}
 		out = append(out, segTimes{s, limit, s.maxTs, s.offMaxTs})
 	}

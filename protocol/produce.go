@@ -36,8 +36,10 @@ package protocol
 //     INVALID_TXN_STATE, the answer Kafka's transaction verification gives
 //     for a partition not in an ongoing transaction. Idempotent batches
 //     (producer id >= 0, not transactional) are appended as Kafka appends
-//     the first batch of a producer it has no state for; sequence and
-//     epoch checks are partition.Log's.
+//     the first batch of a producer it has no state for. There is no
+//     producer state yet, so sequences and epochs are not checked and
+//     duplicates are not detected; no stock client can send such a batch
+//     while InitProducerId is not advertised (the idempotence issue).
 //   - acks=0: no response; if any partition failed, the connection is
 //     closed instead, as Kafka does, so the producer notices and refreshes
 //     its metadata. acks=1 and -1 answer once appended (one broker).
@@ -242,6 +244,14 @@ func (s *Server) producePartition(r *Request, validAcks bool, topic *partition.T
 		sp.ErrorRecords = recErrs
 		sp.ErrorMessage = &msg
 		return sp
+	}
+
+	// Kafka's LogValidator sets a CreateTime batch's maxTimestamp to the
+	// largest record timestamp rather than trusting the producer's: the
+	// time index, timestamp lookups, segment.ms and retention all read it.
+	// (LogAppendTime topics are stamped by Append.)
+	if sum.Records > 0 && !h.LogAppendTime() {
+		h.SetMaxTimestamp(sum.MaxTimestamp)
 	}
 
 	if target, ok := topicCodec(cfg.CompressionType); ok && target != sum.Codec {

@@ -296,3 +296,38 @@ func TestProduceBrokerTimestampBounds(t *testing.T) {
 		t.Fatalf("old timestamp with unbounded before: error %d", sp.ErrorCode)
 	}
 }
+
+// A CreateTime batch's maxTimestamp is set from its records, as Kafka's
+// LogValidator does, not taken from the producer: a header that lies low
+// would hide the records from timestamp lookups and expire them early.
+func TestProduceSetsMaxTimestampFromRecords(t *testing.T) {
+	b := startBroker(t, nil)
+	tp := b.createTopic(t, "ts", 1, nil)
+	now := b.nowMs()
+	batch := testBatch(t, recordbatch.None, now,
+		recordbatch.Record{Key: []byte("a"), Value: []byte("1")},
+		recordbatch.Record{Key: []byte("b"), Value: []byte("2"), TimestampDelta: 5000})
+	h := recordbatch.Header(batch)
+	if h.MaxTimestamp() != now+5000 {
+		t.Fatalf("built max timestamp %d", h.MaxTimestamp())
+	}
+	binary.BigEndian.PutUint64(batch[35:], uint64(now+1)) // the lie
+	h.UpdateCRC()
+	w := dialWire(t, b.addr)
+	if sp := onlyProducePartition(t, w.roundTrip(produceReq(9, "ts", [16]byte{}, 0, batch))); sp.ErrorCode != 0 {
+		t.Fatalf("error %d", sp.ErrorCode)
+	}
+	log := tp.Partitions[0]
+	rr, err := log.Read(0, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := recordbatch.Header(rr.Records)
+	if stored.MaxTimestamp() != now+5000 || stored.CheckCRC() != nil {
+		t.Fatalf("stored max timestamp %d (want %d), crc %v", stored.MaxTimestamp(), now+5000, stored.CheckCRC())
+	}
+	off, ts, found, err := log.OffsetForTimestamp(now + 5000)
+	if err != nil || !found || off != 1 || ts != now+5000 {
+		t.Fatalf("lookup: offset %d ts %d found %v err %v", off, ts, found, err)
+	}
+}

@@ -220,9 +220,12 @@ func gunzip(dst, src []byte, limit int) ([]byte, error) {
 	// The trailer's ISIZE is the size mod 2^32 of the last member: for the
 	// usual single member it sizes the output exactly. It is only a hint,
 	// capped by limit.
+	// Deflate cannot expand more than 1032:1, so a larger claim is a lie
+	// meant to make us allocate; it is ignored and the buffer grows only
+	// as real output arrives.
 	hint := initialCap(len(src), limit)
 	if len(src) >= 18 {
-		if isize := int(binary.LittleEndian.Uint32(src[len(src)-4:])); isize <= limit {
+		if isize := int(binary.LittleEndian.Uint32(src[len(src)-4:])); isize <= limit && isize <= maxDeflateRatio*len(src) {
 			hint = isize
 		}
 	}
@@ -232,6 +235,22 @@ func gunzip(dst, src []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Bounds on what a compressed input may claim to decode to, so that a
+// declared size (gzip's ISIZE, snappy's preamble, zstd's frame content
+// size) sizes an allocation only when the input could really produce it.
+const (
+	// maxDeflateRatio is deflate's largest possible expansion.
+	maxDeflateRatio = 1032
+	// zstdTrustedRatio: zstd can expand far more (RLE blocks), so a frame
+	// declaring more than this ratio (or 1 MiB) is decoded as a stream
+	// whose buffer grows with the real output, not sized up front.
+	zstdTrustedRatio = 64
+)
+
+// maxSnappyDecoded is the most a snappy block of n bytes can decode to:
+// its best element, a 3-byte copy, yields 64 bytes.
+func maxSnappyDecoded(n int) int { return 22*n + 64 }
 
 func unsnappy(dst, src []byte, limit int) ([]byte, error) {
 	if len(src) >= xerialHeaderSize && bytes.Equal(src[:8], xerialMagic) {
@@ -249,6 +268,9 @@ func appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	}
 	if n > limit-len(dst) {
 		return nil, fmt.Errorf("%w: limit %d", ErrTooLarge, limit)
+	}
+	if n > maxSnappyDecoded(len(block)) {
+		return nil, fmt.Errorf("%w: snappy: block of %d bytes claims %d decoded", ErrCorruptCompressed, len(block), n)
 	}
 	if cap(dst)-len(dst) < n {
 		grown := make([]byte, len(dst), len(dst)+n)
@@ -285,6 +307,9 @@ func unxerial(dst, src []byte, limit int) ([]byte, error) {
 		if d > limit-total {
 			return nil, fmt.Errorf("%w: limit %d", ErrTooLarge, limit)
 		}
+		if d > maxSnappyDecoded(n) {
+			return nil, fmt.Errorf("%w: xerial: chunk of %d bytes claims %d decoded", ErrCorruptCompressed, n, d)
+		}
 		total += d
 		rest = rest[4+n:]
 	}
@@ -318,10 +343,11 @@ func unzstd(dst, src []byte, limit int) ([]byte, error) {
 	// DecodeAll into a buffer of exactly that size; the cap limit makes
 	// DecodeAll fail rather than grow it.
 	var h zstd.Header
-	if err := h.Decode(src); err == nil && h.HasFCS {
-		if h.FrameContentSize > uint64(limit) {
-			return nil, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrTooLarge, h.FrameContentSize, limit)
-		}
+	sized := h.Decode(src) == nil && h.HasFCS
+	if sized && h.FrameContentSize > uint64(limit) {
+		return nil, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrTooLarge, h.FrameContentSize, limit)
+	}
+	if sized && h.FrameContentSize <= uint64(max(zstdTrustedRatio*len(src), 1<<20)) {
 		out := dst[:0]
 		if want := int(h.FrameContentSize); cap(out) < want {
 			out = make([]byte, 0, want)

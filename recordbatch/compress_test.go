@@ -229,3 +229,48 @@ func TestCodecsStartNoGoroutines(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after", before, after)
 	}
 }
+
+// TestDeclaredSizesAreOnlyHints: a tiny payload whose header claims a huge
+// output (gzip's ISIZE trailer, snappy's preamble; zstd's frame content
+// size is trusted only up to zstdTrustedRatio) within a generous bound must not make Decompress allocate the
+// claimed size before the payload proves itself.
+func TestDeclaredSizesAreOnlyHints(t *testing.T) {
+	const limit = 256 << 20
+	const claim = 64 << 20
+	small := bytes.Repeat([]byte("kcompatd"), 8)
+	gz, err := Compress(Gzip, nil, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(gz[len(gz)-4:], claim) // forged ISIZE
+	sn := append(binary.AppendUvarint(nil, claim), 0)    // snappy claiming 64 MiB
+	zs, err := Compress(Zstd, nil, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    Codec
+		in   []byte
+	}{
+		{"gzip isize", Gzip, gz},
+		{"snappy preamble", Snappy, sn},
+	} {
+		Decompress(tc.c, tc.in, limit) // warm pools
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := Decompress(tc.c, tc.in, limit)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%s: forged size accepted", tc.name)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+			t.Errorf("%s: %d bytes of input allocated %d bytes", tc.name, len(tc.in), alloc)
+		}
+	}
+	// Honest frames still decode.
+	if out, err := Decompress(Zstd, zs, limit); err != nil || !bytes.Equal(out, small) {
+		t.Fatalf("honest zstd frame: %v", err)
+	}
+}
