@@ -22,8 +22,10 @@ type BatchSpec struct {
 	ProducerID                  int64
 	ProducerEpoch               int16
 	BaseSequence                int32
-	// LastOffsetDelta is used only when there are no records: the cleaner
-	// keeps such empty batches to preserve a producer's last offset.
+	// LastOffsetDelta is the batch's last offset delta when it is larger
+	// than the last record's (or there are no records): the cleaner keeps
+	// a batch's original last offset, as Kafka does, so a producer's last
+	// sequence survives compaction.
 	LastOffsetDelta int32
 	// DeleteHorizon sets the attribute bit saying BaseTimestamp is the
 	// cleaner's delete horizon (KIP-534).
@@ -70,9 +72,12 @@ func Build(spec BatchSpec, records []Record) ([]byte, error) {
 	if spec.DeleteHorizon {
 		attrs |= attrDeleteHorizon
 	}
+	// A rebuilt batch keeps its original lastOffsetDelta even when its
+	// last records are gone (the cleaner), as Kafka's overrideLastOffset
+	// does, so the producer's last sequence survives compaction.
 	last := spec.LastOffsetDelta
 	if len(records) > 0 {
-		last = records[len(records)-1].OffsetDelta
+		last = max(last, records[len(records)-1].OffsetDelta)
 	}
 	if spec.MaxTimestamp == 0 {
 		spec.MaxTimestamp = spec.BaseTimestamp

@@ -76,13 +76,13 @@ func TestValidateCases(t *testing.T) {
 		{"count 0 delta -1", rawBatch(0, 0, -1, 0, -1, -1, nil), ErrInvalidBatch, nil},
 		{"count negative", rawBatch(0, 0, 0, -1, -1, -1, recs(0)), ErrInvalidBatch, ErrCorruptRecords},
 		{"count huge", rawBatch(0, 0, math.MaxInt32-1, math.MaxInt32, -1, -1, recs(0)), ErrCorruptRecords, ErrCorruptRecords},
-		{"lastOffsetDelta max", rawBatch(0, 0, math.MaxInt32, 1, -1, -1, recs(0)), ErrInvalidBatch, ErrCorruptRecords},
-		{"lastOffsetDelta vs count", rawBatch(0, 0, 2, 2, -1, -1, recs(0, 1)), ErrInvalidBatch, ErrCorruptRecords},
+		{"lastOffsetDelta max", rawBatch(0, 0, math.MaxInt32, 1, -1, -1, recs(0)), ErrInvalidBatch, nil}, // internal: a compacted batch keeps its lastOffsetDelta
+		{"lastOffsetDelta vs count", rawBatch(0, 0, 2, 2, -1, -1, recs(0, 1)), ErrInvalidBatch, nil},     // internal: a compacted batch keeps its lastOffsetDelta
 		{"gap in deltas", rawBatch(0, 0, 2, 2, -1, -1, recs(0, 2)), ErrInvalidBatch, nil},
 		{"gap in deltas, count-consistent", rawBatch(0, 0, 1, 2, -1, -1, recs(0, 2)), ErrCorruptRecords, ErrCorruptRecords},
 		{"deltas not from 0", rawBatch(0, 0, 1, 2, -1, -1, recs(1, 1)), ErrCorruptRecords, ErrCorruptRecords},
 		{"deltas decreasing", rawBatch(0, 0, 1, 2, -1, -1, recs(1, 0)), ErrCorruptRecords, ErrCorruptRecords},
-		{"last delta short of header", rawBatch(0, 0, 3, 2, -1, -1, recs(0, 2)), ErrInvalidBatch, ErrCorruptRecords},
+		{"last delta short of header", rawBatch(0, 0, 3, 2, -1, -1, recs(0, 2)), ErrInvalidBatch, nil}, // internal: a compacted batch keeps its lastOffsetDelta
 		{"base offset from producer", rawBatch(5, 0, 1, 2, -1, -1, recs(0, 1)), ErrInvalidBatch, nil},
 		{"control from producer", rawBatch(0, attrControl|attrTransactional, 0, 1, 7, -1, recs(0)), ErrInvalidBatch, nil},
 		{"producer id without sequence", rawBatch(0, 0, 1, 2, 7, -1, recs(0, 1)), ErrInvalidBatch, nil},
