@@ -206,26 +206,17 @@ func (g *group) run() {
 		// clock moved sees what the timer did.
 		select {
 		case <-tc:
-			g.timer, g.timerAt = nil, time.Time{}
-			g.onTimer()
-			g.publish()
-			if g.state == stateDead {
-				g.c.removeGroup(g)
+			g.fireTimer()
+		default:
+			select {
+			case <-g.c.quit:
 				g.failWaiters(kerr.CoordinatorNotAvailable.Code)
 				return
+			case f := <-g.reqs:
+				f()
+			case <-tc:
+				g.fireTimer()
 			}
-			continue
-		default:
-		}
-		select {
-		case <-g.c.quit:
-			g.failWaiters(kerr.CoordinatorNotAvailable.Code)
-			return
-		case f := <-g.reqs:
-			f()
-		case <-tc:
-			g.timer, g.timerAt = nil, time.Time{}
-			g.onTimer()
 		}
 		g.publish()
 		if g.state == stateDead {
@@ -234,6 +225,12 @@ func (g *group) run() {
 			return
 		}
 	}
+}
+
+// fireTimer runs the due timer's work; the timer is spent.
+func (g *group) fireTimer() {
+	g.timer, g.timerAt = nil, time.Time{}
+	g.onTimer()
 }
 
 // failWaiters answers every blocked JoinGroup and SyncGroup.

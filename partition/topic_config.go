@@ -249,8 +249,11 @@ func (s *Store) AlterDynamicBrokerConfigs(perBroker bool, configs map[string]str
 	}
 	// Every topic must still resolve over the new defaults (a topic's
 	// min.compaction.lag.ms above a new default max.compaction.lag.ms would
-	// not), or it could not be opened after a restart. Topics change only
-	// under catalogMu, which is held.
+	// not), or it could not be opened after a restart. Deliberate
+	// difference: Kafka does not check existing topics when a broker
+	// default changes (as far as we know; not verified against its
+	// source), so this refusal is ours. Topics change only under
+	// catalogMu, which is held.
 	resolved := map[string]LogConfig{}
 	for _, t := range s.Topics() {
 		conf, err := ResolveLogConfig(defaults, t.Overrides)

@@ -249,8 +249,9 @@ func (s *Server) producePartition(r *Request, validAcks bool, topic *partition.T
 	// Kafka's LogValidator sets a CreateTime batch's maxTimestamp to the
 	// largest record timestamp rather than trusting the producer's: the
 	// time index, timestamp lookups, segment.ms and retention all read it.
-	// (LogAppendTime topics are stamped by Append.)
-	if sum.Records > 0 && !h.LogAppendTime() {
+	// (LogAppendTime topics are stamped by Append, which would redo the
+	// CRC computed here.)
+	if sum.Records > 0 && !h.LogAppendTime() && !log.Config().LogAppendTime() {
 		h.SetMaxTimestamp(sum.MaxTimestamp)
 	}
 
