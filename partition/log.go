@@ -56,6 +56,9 @@ type Log struct {
 	fcond   *sync.Cond
 	syncing bool  // guarded by fmu
 	syncErr error // sticky: after a failed fsync the log is offline; guarded by fmu
+	// syncFailed is set with syncErr, so that Append learns of a failed
+	// fsync without taking fmu (the group-commit lock) on every append.
+	syncFailed atomic.Bool
 
 	lastFlushMs atomic.Int64   // clock time of the last fsync, for flush.ms
 	rollWG      sync.WaitGroup // background work on segments (flushes, delayed removals); Add under mu
@@ -165,7 +168,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 		l.mu.Unlock()
 		return res, l.goneErr()
 	}
-	if l.failed == nil {
+	if l.failed == nil && l.syncFailed.Load() {
 		// A failed fsync takes the log offline too: write nothing more.
 		l.fmu.Lock()
 		l.failed = l.syncErr
@@ -339,6 +342,7 @@ func (l *Log) syncTo(target int64) error {
 	l.syncing = false
 	if err != nil {
 		l.syncErr = err
+		l.syncFailed.Store(true)
 		l.logger.Error().Err(err).Msg("fsync failed, partition offline")
 	} else if end > l.flushed.Load() {
 		l.flushed.Store(end)

@@ -332,9 +332,13 @@ func (s *Server) checkRecords(topic *partition.Topic, part int32, batch []byte, 
 	compact := cfg.Compact()
 	h := recordbatch.Header(batch)
 	createTime := !cfg.LogAppendTime()
-	now := s.clock.Now().UnixMilli()
-	brokerBefore, brokerAfter := s.brokerTimestampBounds() // dynamic broker configs included
-	before, after := timestampBounds(topic.Overrides, brokerBefore, brokerAfter)
+	// The timestamp bounds matter only for CreateTime topics.
+	var now, before, after int64
+	if createTime {
+		now = s.clock.Now().UnixMilli()
+		brokerBefore, brokerAfter := s.brokerTimestampBounds() // dynamic broker configs included
+		before, after = timestampBounds(topic.Overrides, brokerBefore, brokerAfter)
+	}
 	outOfRange := func(ts int64) bool {
 		diff := now - ts
 		return diff > before || -diff > after
