@@ -10,6 +10,10 @@ FUZZTIME ?= 1m
 # SOAK_FUZZTIME and SOAK_COUNT size `make soak`.
 SOAK_FUZZTIME ?= 10m
 SOAK_COUNT    ?= 3
+# SOAK_KILLS is TestCrashLoop's kill -9s per flush policy in `make soak`;
+# SOAK_LOG keeps that run's verbose output (the numbers are grepped from it).
+SOAK_KILLS    ?= 150
+SOAK_LOG      ?= /tmp/kcompatd-soak.log
 
 .DEFAULT_GOAL := build
 .PHONY: help build run test race vet fuzz integration compat soak bench lint clean
@@ -22,7 +26,7 @@ help:
 	@echo 'make integration  only ./integration/... with -race'
 	@echo 'make fuzz         every fuzz target for FUZZTIME (default 1m)'
 	@echo 'make compat       stock clients of other languages (integration/compat/run.sh)'
-	@echo 'make soak         fuzz for SOAK_FUZZTIME each, then integration/ SOAK_COUNT times'
+	@echo 'make soak         fuzz for SOAK_FUZZTIME each, integration/ SOAK_COUNT times, the kill -9 loop (SOAK_KILLS kills per flush policy), the 50+50-client load test'
 	@echo 'make bench        package benchmarks, then the end-to-end benchmark table'
 	@echo 'make lint         gofmt and go vet'
 
@@ -77,11 +81,26 @@ compat:
 	bash integration/compat/run.sh
 
 # Longer fuzzing, then the end-to-end tests several times over to shake
-# out flakes and races; nothing more than that yet.
+# out flakes and races, then the crash loop and the load test at full size
+# (integration/crashloop_test.go, load_test.go), printing their numbers.
 soak:
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(SOAK_FUZZTIME)
 	$(GO) test -count=1 -timeout 60m -run TestModel ./cleaner -cleaner.workloads=10000
+	KCOMPATD_FULL_SWEEP=1 $(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'Fault|Crash' ./internal/vfs/... ./partition ./cleaner
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 120m ./integration/...
+	@echo "crash loop ($(SOAK_KILLS) kills per flush policy, -race); log in $(SOAK_LOG)"
+	@$(GO) test -race -count=1 -timeout 90m -v -run '^TestCrashLoop$$' ./integration/ \
+		-crashloop.kills=$(SOAK_KILLS) -crashloop.time=30m >$(SOAK_LOG) 2>&1 || \
+		{ grep -v '"level"' $(SOAK_LOG) | tail -60; exit 1; }
+	@grep -E 'crash loop' $(SOAK_LOG)
+	@# Without -race: its numbers are the broker's throughput and memory,
+	@# and a race-built test process cannot consume 50 clients' worth on 2
+	@# cores (make test runs the short form with -race).
+	@echo "load test (50 producers, 50 consumers, 1m); log in $(SOAK_LOG).load"
+	@$(GO) test -count=1 -timeout 30m -v -run '^TestLoad$$' ./integration/ \
+		-load.duration=1m -load.producers=50 -load.consumers=50 >$(SOAK_LOG).load 2>&1 || \
+		{ grep -v '"level"' $(SOAK_LOG).load | tail -60; exit 1; }
+	@grep -E 'produced [0-9]+ records|group load|consumers:|broker RSS|baseline:|after: ' $(SOAK_LOG).load
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem . ./recordbatch ./partition ./protocol ./cleaner

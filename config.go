@@ -102,9 +102,49 @@ type Config struct {
 	// OffsetMetadataMaxBytes bounds the metadata of a committed offset,
 	// in bytes (offset.metadata.max.bytes, default 4096).
 	OffsetMetadataMaxBytes int32
+	// TransactionMaxTimeoutMs bounds a producer's transaction timeout,
+	// in milliseconds (transaction.max.timeout.ms, default 900000).
+	TransactionMaxTimeoutMs int32
+	// TransactionStateLogNumPartitions is the partition count of
+	// __transaction_state (transaction.state.log.num.partitions, default
+	// 50).
+	TransactionStateLogNumPartitions int32
+	// TransactionStateLogSegmentBytes is the segment size of
+	// __transaction_state, in bytes (transaction.state.log.segment.bytes,
+	// default 104857600).
+	TransactionStateLogSegmentBytes int32
+	// TransactionAbortTimedOutCleanupIntervalMs is how often timed-out
+	// transactions are aborted, in milliseconds
+	// (transaction.abort.timed.out.transaction.cleanup.interval.ms,
+	// default 10000).
+	TransactionAbortTimedOutCleanupIntervalMs int32
+	// TransactionRemoveExpiredCleanupIntervalMs is how often expired
+	// transactional ids are removed, in milliseconds
+	// (transaction.remove.expired.transaction.cleanup.interval.ms,
+	// default 3600000).
+	TransactionRemoveExpiredCleanupIntervalMs int32
+	// TransactionalIDExpirationMs is how long a transactional id with no
+	// transaction in progress is kept after its last update, in
+	// milliseconds (transactional.id.expiration.ms, default 604800000).
+	TransactionalIDExpirationMs int32
+	// ProducerIDExpirationMs is how long a partition keeps the state of
+	// a producer with no open transaction after its last batch's
+	// timestamp, in milliseconds (producer.id.expiration.ms, default
+	// 86400000).
+	ProducerIDExpirationMs int32
+	// ProducerIDExpirationCheckIntervalMs is how often expired producer
+	// state is removed, in milliseconds
+	// (producer.id.expiration.check.interval.ms, default 600000).
+	ProducerIDExpirationCheckIntervalMs int32
 	// SocketRequestMaxBytes bounds a request frame, in bytes
 	// (socket.request.max.bytes, default 104857600).
 	SocketRequestMaxBytes int32
+	// QueuedMaxRequestBytes bounds the bytes of request frames read and
+	// not yet handled, across all connections; beyond it reading waits
+	// (queued.max.request.bytes; Kafka's default is -1, unbounded, ours
+	// 268435456; zero or negative: unbounded; otherwise at least
+	// socket.request.max.bytes).
+	QueuedMaxRequestBytes int64
 	// ConnectionsMaxIdleMs closes a connection that has had no request
 	// in flight and no bytes received for this long, in milliseconds
 	// (connections.max.idle.ms, default 600000; negative: never).
@@ -246,6 +286,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckIntervalMs:    600000,
 		OffsetMetadataMaxBytes:             4096,
 		SocketRequestMaxBytes:              104857600,
+		QueuedMaxRequestBytes:              268435456,
 		ConnectionsMaxIdleMs:               600000,
 		MaxConnections:                     math.MaxInt32,
 		MaxConnectionsPerIP:                math.MaxInt32,
@@ -273,6 +314,17 @@ func DefaultConfig() Config {
 		LogRetentionCheckIntervalMs:        300000,
 		LogSegmentDeleteDelayMs:            60000,
 		CompressionType:                    "producer",
+
+		// The transaction coordinator (TransactionStateManagerConfig,
+		// TransactionLogConfig).
+		TransactionMaxTimeoutMs:                   900000,
+		TransactionStateLogNumPartitions:          50,
+		TransactionStateLogSegmentBytes:           104857600,
+		TransactionAbortTimedOutCleanupIntervalMs: 10000,
+		TransactionRemoveExpiredCleanupIntervalMs: 3600000,
+		TransactionalIDExpirationMs:               604800000,
+		ProducerIDExpirationMs:                    86400000,
+		ProducerIDExpirationCheckIntervalMs:       600000,
 	}
 }
 
@@ -368,7 +420,16 @@ var properties = []property{
 	{name: "offsets.retention.minutes", field: func(c *Config) any { return &c.OffsetsRetentionMinutes }},
 	{name: "offsets.retention.check.interval.ms", field: func(c *Config) any { return &c.OffsetsRetentionCheckIntervalMs }},
 	{name: "offset.metadata.max.bytes", field: func(c *Config) any { return &c.OffsetMetadataMaxBytes }},
+	{name: "transaction.max.timeout.ms", field: func(c *Config) any { return &c.TransactionMaxTimeoutMs }},
+	{name: "transaction.state.log.num.partitions", field: func(c *Config) any { return &c.TransactionStateLogNumPartitions }},
+	{name: "transaction.state.log.segment.bytes", field: func(c *Config) any { return &c.TransactionStateLogSegmentBytes }},
+	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", field: func(c *Config) any { return &c.TransactionAbortTimedOutCleanupIntervalMs }},
+	{name: "transaction.remove.expired.transaction.cleanup.interval.ms", field: func(c *Config) any { return &c.TransactionRemoveExpiredCleanupIntervalMs }},
+	{name: "transactional.id.expiration.ms", field: func(c *Config) any { return &c.TransactionalIDExpirationMs }},
+	{name: "producer.id.expiration.ms", field: func(c *Config) any { return &c.ProducerIDExpirationMs }},
+	{name: "producer.id.expiration.check.interval.ms", field: func(c *Config) any { return &c.ProducerIDExpirationCheckIntervalMs }},
 	{name: "socket.request.max.bytes", field: func(c *Config) any { return &c.SocketRequestMaxBytes }},
+	{name: "queued.max.request.bytes", field: func(c *Config) any { return &c.QueuedMaxRequestBytes }},
 	{name: "connections.max.idle.ms", field: func(c *Config) any { return &c.ConnectionsMaxIdleMs }},
 	{name: "max.connections", field: func(c *Config) any { return &c.MaxConnections }},
 	{name: "max.connections.per.ip", field: func(c *Config) any { return &c.MaxConnectionsPerIP }},
@@ -618,8 +679,19 @@ func (c *Config) validate() []*ConfigError {
 	check(c.GroupMaxSize >= 1, "group.max.size", "must be at least 1")
 	check(c.OffsetsRetentionMinutes >= 1, "offsets.retention.minutes", "must be at least 1")
 	check(c.OffsetsRetentionCheckIntervalMs >= 1, "offsets.retention.check.interval.ms", "must be at least 1")
+	// Kafka's TransactionStateManagerConfig / TransactionLogConfig bounds.
+	check(c.TransactionMaxTimeoutMs >= 1, "transaction.max.timeout.ms", "must be at least 1")
+	check(c.TransactionStateLogNumPartitions >= 1, "transaction.state.log.num.partitions", "must be at least 1")
+	check(c.TransactionStateLogSegmentBytes >= 1, "transaction.state.log.segment.bytes", "must be at least 1")
+	check(c.TransactionAbortTimedOutCleanupIntervalMs >= 1, "transaction.abort.timed.out.transaction.cleanup.interval.ms", "must be at least 1")
+	check(c.TransactionRemoveExpiredCleanupIntervalMs >= 1, "transaction.remove.expired.transaction.cleanup.interval.ms", "must be at least 1")
+	check(c.TransactionalIDExpirationMs >= 1, "transactional.id.expiration.ms", "must be at least 1")
+	check(c.ProducerIDExpirationMs >= 1, "producer.id.expiration.ms", "must be at least 1")
+	check(c.ProducerIDExpirationCheckIntervalMs >= 1, "producer.id.expiration.check.interval.ms", "must be at least 1")
 	check(c.OffsetMetadataMaxBytes >= 0, "offset.metadata.max.bytes", "must be at least 0")
 	check(c.SocketRequestMaxBytes >= 1, "socket.request.max.bytes", "must be at least 1")
+	check(c.QueuedMaxRequestBytes <= 0 || c.QueuedMaxRequestBytes >= int64(c.SocketRequestMaxBytes), "queued.max.request.bytes",
+		"must be at least socket.request.max.bytes, or -1 for unbounded")
 	// Kafka requires failed.authentication.delay.ms (100, fixed here)
 	// below a non-negative idle timeout.
 	check(c.ConnectionsMaxIdleMs < 0 || c.ConnectionsMaxIdleMs > failedAuthenticationDelayMs, "connections.max.idle.ms",

@@ -46,6 +46,7 @@ type Broker struct {
 	lns    []net.Listener // lns[0] is Addr; more when a host name has several addresses
 	server *protocol.Server
 	groups *coordinator.Coordinator
+	txns   *coordinator.TxnCoordinator
 	store  *partition.Store
 	dir    string // the data dir
 	// cleaner compacts and applies retention in the background.
@@ -109,12 +110,14 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	}
 
 	store, err := partition.Open(partition.Config{
-		Dir:                        splitList(cfg.LogDirs)[0],
-		NodeID:                     cfg.NodeID,
-		Defaults:                   cfg.TopicDefaults(),
-		RecoveryCheckpointInterval: time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
-		Clock:                      clk,
-		Logger:                     log,
+		Dir:                               splitList(cfg.LogDirs)[0],
+		NodeID:                            cfg.NodeID,
+		Defaults:                          cfg.TopicDefaults(),
+		RecoveryCheckpointInterval:        time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		ProducerIDExpirationMs:            int64(cfg.ProducerIDExpirationMs),
+		ProducerIDExpirationCheckInterval: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
+		Clock:                             clk,
+		Logger:                            log,
 	})
 	if err != nil {
 		closeListeners()
@@ -139,6 +142,25 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("kcompatd: loading groups: %w", err)
 	}
 
+	// After the group coordinator: completing a transaction left in
+	// PrepareCommit at the crash completes its transactional offsets.
+	txns, err := coordinator.NewTxnCoordinator(coordinator.TxnConfig{
+		MaxTimeout:            time.Duration(cfg.TransactionMaxTimeoutMs) * time.Millisecond,
+		TopicPartitions:       cfg.TransactionStateLogNumPartitions,
+		TopicSegmentBytes:     cfg.TransactionStateLogSegmentBytes,
+		AbortTimedOutInterval: time.Duration(cfg.TransactionAbortTimedOutCleanupIntervalMs) * time.Millisecond,
+		RemoveExpiredInterval: time.Duration(cfg.TransactionRemoveExpiredCleanupIntervalMs) * time.Millisecond,
+		IDExpiration:          time.Duration(cfg.TransactionalIDExpirationMs) * time.Millisecond,
+		Clock:                 clk,
+		Logger:                log,
+	}, store, groups)
+	if err != nil {
+		groups.Close()
+		store.Close()
+		closeListeners()
+		return nil, fmt.Errorf("kcompatd: loading transactions: %w", err)
+	}
+
 	var rack *string
 	if cfg.BrokerRack != "" {
 		rack = &cfg.BrokerRack
@@ -149,6 +171,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		AdvertisedPort:           int32(advPort),
 		Rack:                     rack,
 		MaxRequestBytes:          cfg.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes:    queuedMaxRequestBytes(cfg.QueuedMaxRequestBytes),
 		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
 		NumPartitions:            cfg.NumPartitions,
 		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
@@ -158,6 +181,8 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Clock:                    clk,
 		Logger:                   log,
 		Groups:                   groups,
+		Txns:                     txns,
+		VerifyTxnPartition:       txns.VerifyProducePartition,
 		Connections:              &limits,
 	}, store)
 
@@ -179,6 +204,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		lns:        lns,
 		server:     server,
 		groups:     groups,
+		txns:       txns,
 		store:      store,
 		dir:        splitList(cfg.LogDirs)[0],
 		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
@@ -349,6 +375,9 @@ func (b *Broker) Close() error {
 		b.serveWG.Wait()
 		// After the server, so no request is still writing to
 		// __consumer_offsets; before the store, which that topic lives in.
+		// Before the group coordinator, whose transactional offsets its
+		// markers complete.
+		b.txns.Close()
 		b.groups.Close()
 		// Before the store: a pass in flight is aborted and its output
 		// removed.
@@ -401,4 +430,14 @@ func (c *Config) connectionLimits() (protocol.ConnectionLimits, error) {
 		}
 	}
 	return l, nil
+}
+
+// queuedMaxRequestBytes maps queued.max.request.bytes to the protocol
+// server's setting: Kafka reads zero and below as unbounded, where the
+// server's zero means its default.
+func queuedMaxRequestBytes(v int64) int64 {
+	if v <= 0 {
+		return -1
+	}
+	return v
 }

@@ -24,9 +24,9 @@
 // # A pass (pass.go)
 //
 //  1. Scan every batch header of the log: producers' last batches, aborted
-//     transactions and open ones (txn.go; partition/ keeps no producer
-//     state or .txnindex yet, so they come from the log itself), and each
-//     segment's first batch timestamp.
+//     transactions and open ones (txn.go: from the log itself, so a pass
+//     sees exactly the batches it rewrites), and each segment's first batch
+//     timestamp.
 //  2. The cleanable range [first dirty offset, first uncleanable offset):
 //     from the cleaner-offset-checkpoint (reset to the log start offset
 //     when out of range) to the smallest of the LSO, the high watermark,
@@ -45,8 +45,9 @@
 //
 // # Not like Kafka (yet)
 //
-//   - No .txnindex is written; aborted transactions are found from the
-//     log (the same set, as long as partition writes none either).
+//   - No .txnindex.cleaned is written: partition's ReplaceSegments keeps
+//     a replaced segment's aborted-transaction entries exactly while the
+//     cleaned log still holds their ABORT marker, which is Kafka's rule.
 //   - A cleanup.policy change away from compact aborts a pass in flight
 //     at its next segment boundary, but the config change does not wait
 //     for it (Kafka's updateTopicConfig blocks in abortCleaning;

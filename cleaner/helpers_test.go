@@ -147,7 +147,9 @@ func (e *env) appendRecs(l *partition.Log, o batchOpts, recs ...rec) int64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	res, err := l.Append(b)
+	// The workloads pick sequence numbers freely; as an internal append
+	// the producer epoch is still checked but sequences are not.
+	res, err := l.AppendWithOrigin(b, recordbatch.OriginInternal)
 	if err != nil {
 		e.t.Fatalf("Append: %v", err)
 	}

@@ -247,28 +247,48 @@ type Offset struct {
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
+	// ErrorCode is UNSTABLE_OFFSET_COMMIT (offset -1) for a partition with
+	// a pending transactional commit when stable offsets were asked for.
+	ErrorCode int16
 }
 
 // FetchOffsets returns a group's committed offsets: of the given
 // partitions (-1 for those without one), or all when topics is nil, sorted
 // by topic and partition.
 func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, topics map[string][]int32) ([]Offset, int16) {
+	return c.FetchOffsetsStable(ctx, groupID, topics, false)
+}
+
+// FetchOffsetsStable is FetchOffsets with OffsetFetch's require_stable
+// (v7+, KIP-447): with it, a partition for which an open transaction holds
+// an offset is answered UNSTABLE_OFFSET_COMMIT, as Kafka does, so the
+// consumer retries once the transaction ended. When all offsets are asked
+// for, only partitions with a committed offset are listed, as in Kafka.
+func (c *Coordinator) FetchOffsetsStable(ctx context.Context, groupID string, topics map[string][]int32, requireStable bool) ([]Offset, int16) {
 	var out []Offset
 	found := c.onGroup(ctx, groupID, false, func(g *group) {
 		if g.state == stateDead {
 			return
 		}
+		unstable := func(tp topicPartition) bool { return requireStable && g.hasPendingTxnOffset(tp) }
 		if topics == nil {
 			for tp, e := range g.offsets {
-				out = append(out, Offset{tp.topic, tp.partition, e.offset, e.leaderEpoch, e.metadata})
+				if unstable(tp) {
+					out = append(out, Offset{tp.topic, tp.partition, -1, -1, "", kerr.UnstableOffsetCommit.Code})
+					continue
+				}
+				out = append(out, Offset{tp.topic, tp.partition, e.offset, e.leaderEpoch, e.metadata, 0})
 			}
 			return
 		}
 		for t, ps := range topics {
 			for _, p := range ps {
-				o := Offset{t, p, -1, -1, ""}
-				if e, ok := g.offsets[topicPartition{t, p}]; ok {
-					o = Offset{t, p, e.offset, e.leaderEpoch, e.metadata}
+				tp := topicPartition{t, p}
+				o := Offset{t, p, -1, -1, "", 0}
+				if unstable(tp) {
+					o.ErrorCode = kerr.UnstableOffsetCommit.Code
+				} else if e, ok := g.offsets[tp]; ok {
+					o = Offset{t, p, e.offset, e.leaderEpoch, e.metadata, 0}
 				}
 				out = append(out, o)
 			}
@@ -280,7 +300,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, topics m
 		}
 		for t, ps := range topics {
 			for _, p := range ps {
-				out = append(out, Offset{t, p, -1, -1, ""})
+				out = append(out, Offset{t, p, -1, -1, "", 0})
 			}
 		}
 	}

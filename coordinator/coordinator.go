@@ -115,6 +115,8 @@ type Coordinator struct {
 
 	quit chan struct{} // closed by Close: every group goroutine exits
 	wg   sync.WaitGroup
+
+	txnIdx txnIndex // groups with open transactions, by producer id (txn_offsets.go)
 }
 
 // New returns a coordinator over store, loading every group and committed

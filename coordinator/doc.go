@@ -1,6 +1,7 @@
 // Package coordinator is the classic group coordinator (KIP-848 groups
-// and the transaction coordinator are not built yet). A single broker is
-// the coordinator of every group.
+// are not built yet) and the transaction coordinator (TxnCoordinator; its
+// states and transitions are described in txn_state.go). A single broker
+// is the coordinator of every group and every transactional id.
 //
 // # Groups
 //
@@ -86,7 +87,24 @@
 // onPartitionsDeleted does) write tombstones for the cleaner to compact
 // away.
 //
-// Not built: transactional offset commits (so OffsetFetch's require_stable
-// never finds pending ones), KIP-848 consumer groups, and offsets of
-// removed partitions beyond whole topics (partitions only grow here).
+// # Transactional offset commits
+//
+// TxnOffsetCommit writes a transactional batch (the producer's id and
+// epoch) to the group's partition; its offsets stay pending on the group
+// per producer id until the transaction coordinator has written the
+// producer's marker there and calls CompleteTxnOffsets: a commit makes
+// them committed offsets unless a regular commit was written after them
+// (the record offset decides, as Kafka's replayEndTransactionMarker), an
+// abort drops them. OffsetFetch with require_stable answers
+// UNSTABLE_OFFSET_COMMIT for a partition with pending offsets. Pending
+// offsets keep their partition's committed offset from expiring and their
+// group from being removed; OffsetDelete, DeleteGroups and topic deletion
+// remove them with a tombstone, the transaction staying open. Loading
+// replays the same: transactional records are pending until their
+// producer's marker in that partition, and stay pending without one (the
+// transaction coordinator completes them after its own load). See
+// txn_offsets.go.
+//
+// Not built: KIP-848 consumer groups, and offsets of removed partitions
+// beyond whole topics (partitions only grow here).
 package coordinator

@@ -144,6 +144,11 @@ type group struct {
 
 	offsets map[topicPartition]offsetEntry
 
+	// txnOffsets are the pending transactional offset commits by producer
+	// id (txn_offsets.go); a producer with an empty map still has an open
+	// transaction on the group.
+	txnOffsets map[int64]map[topicPartition]offsetEntry
+
 	timer   clock.Timer
 	timerAt time.Time
 }
@@ -160,6 +165,7 @@ func newGroup(c *Coordinator, id string) *group {
 		static:     map[string]string{},
 		pending:    map[string]time.Time{},
 		offsets:    map[topicPartition]offsetEntry{},
+		txnOffsets: map[int64]map[topicPartition]offsetEntry{},
 	}
 	g.publish()
 	return g

@@ -82,7 +82,8 @@ func (g *group) commit(generation int32, memberID string, instanceID *string, pa
 	if len(recs) == 0 {
 		return codes
 	}
-	if err := g.append(recs); err != nil {
+	base, err := g.appendBatch(recs, nil)
+	if err != nil {
 		g.log.Error().Err(err).Msg("writing offset commit failed")
 		code := appendErrorCode(err)
 		for i := range codes {
@@ -92,8 +93,11 @@ func (g *group) commit(generation int32, memberID string, instanceID *string, pa
 		}
 		return codes
 	}
+	next := base
 	for i, p := range parts {
 		if codes[i] == 0 {
+			p.entry.recordOffset = next
+			next++
 			g.offsets[p.tp] = p.entry
 		}
 	}
@@ -121,7 +125,9 @@ func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 			codes[i] = kerr.GroupSubscribedToTopic.Code
 			continue
 		}
-		if _, ok := g.offsets[tp]; ok {
+		// As Kafka 4.x: a tombstone also for an offset only pending
+		// in a transaction, which it removes from the transaction.
+		if _, ok := g.offsets[tp]; ok || g.hasPendingTxnOffset(tp) {
 			recs = append(recs, g.offsetRecord(tp, nil))
 			del = append(del, tp)
 		}
@@ -131,6 +137,7 @@ func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 	}
 	for _, tp := range del {
 		delete(g.offsets, tp)
+		g.dropPendingTxnOffset(tp)
 	}
 	return 0, codes
 }
@@ -161,7 +168,9 @@ func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 // no protocol (offsets only), the commit time plus retention; for an
 // Empty group, the time it became Empty plus retention; for a Stable
 // consumer group, only offsets of topics nobody subscribes to, by commit
-// time (KIP-496). An Empty group left with no offsets is deleted.
+// time (KIP-496). An offset with a pending transactional commit for its
+// partition does not expire. An Empty group left with no offsets and no
+// open transaction is deleted.
 func (g *group) expireOffsets() {
 	if g.state == stateDead {
 		return
@@ -188,12 +197,12 @@ func (g *group) expireOffsets() {
 		case g.state == stateEmpty:
 			due = nowMs >= g.stateSince.UnixMilli()+retention
 		}
-		if due {
+		if due && !g.hasPendingTxnOffset(tp) {
 			recs = append(recs, g.offsetRecord(tp, nil))
 			expired = append(expired, tp)
 		}
 	}
-	dead := g.state == stateEmpty && len(expired) == len(g.offsets) && len(g.pending) == 0
+	dead := g.state == stateEmpty && len(expired) == len(g.offsets) && len(g.pending) == 0 && len(g.txnOffsets) == 0
 	if dead && g.generation > 0 {
 		recs = append(recs, g.groupRecord(true))
 	}
@@ -213,23 +222,34 @@ func (g *group) expireOffsets() {
 	}
 }
 
-// dropTopic removes the offsets of a deleted topic; an Empty group left
-// without offsets stays until the expiry pass, as in Kafka.
+// dropTopic removes the offsets of a deleted topic, committed and pending
+// in transactions; an Empty group left without offsets stays until the
+// expiry pass, as in Kafka.
 func (g *group) dropTopic(topic string) {
 	var recs []recordbatch.Record
-	var del []topicPartition
+	del := map[topicPartition]bool{}
 	for tp := range g.offsets {
 		if tp.topic == topic {
-			recs = append(recs, g.offsetRecord(tp, nil))
-			del = append(del, tp)
+			del[tp] = true
 		}
+	}
+	for _, p := range g.txnOffsets {
+		for tp := range p {
+			if tp.topic == topic {
+				del[tp] = true
+			}
+		}
+	}
+	for tp := range del {
+		recs = append(recs, g.offsetRecord(tp, nil))
 	}
 	if err := g.append(recs); err != nil {
 		g.log.Error().Err(err).Str("topic", topic).Msg("writing tombstones for a deleted topic's offsets failed")
 		return
 	}
-	for _, tp := range del {
+	for tp := range del {
 		delete(g.offsets, tp)
+		g.dropPendingTxnOffset(tp)
 	}
 }
 
@@ -246,12 +266,29 @@ func (g *group) deleteGroup() int16 {
 	for tp := range g.offsets {
 		recs = append(recs, g.offsetRecord(tp, nil))
 	}
+	// Offsets only pending in open transactions get a tombstone too
+	// (Kafka 4.x deleteAllOffsets); the transactions' markers then
+	// find nothing to commit.
+	pendingOnly := map[topicPartition]bool{}
+	for _, p := range g.txnOffsets {
+		for tp := range p {
+			if _, ok := g.offsets[tp]; !ok {
+				pendingOnly[tp] = true
+			}
+		}
+	}
+	for tp := range pendingOnly {
+		recs = append(recs, g.offsetRecord(tp, nil))
+	}
 	recs = append(recs, g.groupRecord(true))
 	if err := g.append(recs); err != nil {
 		g.log.Error().Err(err).Msg("writing group tombstones failed")
 		return appendErrorCode(err)
 	}
 	g.offsets = map[topicPartition]offsetEntry{}
+	for pid := range g.txnOffsets {
+		g.closeTxn(pid)
+	}
 	g.log.Info().Msg("group deleted")
 	g.setState(stateDead)
 	return 0

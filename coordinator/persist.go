@@ -43,6 +43,12 @@ type offsetEntry struct {
 	metadata        string
 	commitTimestamp int64 // ms
 	expireTimestamp int64 // ms; -1: none (KIP-211 expiry applies)
+	// recordOffset is the offset of the commit's record in
+	// __consumer_offsets. When a transaction commits, its offsets replace
+	// committed ones only if written after them (Kafka's
+	// replayEndTransactionMarker), so a regular commit made while the
+	// transaction was open is kept.
+	recordOffset int64
 }
 
 // offsetRecord is the key/value record of one committed offset (value nil:
@@ -120,33 +126,57 @@ func (g *group) storeGroup() error {
 // append writes records as one batch to the group's partition of
 // __consumer_offsets, creating the topic if needed.
 func (g *group) append(recs []recordbatch.Record) error {
+	_, err := g.appendBatch(recs, nil)
+	return err
+}
+
+// appendBatch is append returning the batch's base offset (-1 when recs
+// is empty); with txn set the batch is transactional, carrying the
+// producer id and epoch, and goes through AppendWithOrigin so the
+// partition checks the epoch and opens the producer's transaction.
+func (g *group) appendBatch(recs []recordbatch.Record, txn *txnProducer) (int64, error) {
 	if len(recs) == 0 {
-		return nil
+		return -1, nil
 	}
 	t, err := g.c.EnsureOffsetsTopic()
 	if err != nil {
-		return err
+		return -1, err
 	}
 	p := PartitionFor(g.id, int32(len(t.Partitions)))
 	log, err := g.c.store.Log(OffsetsTopic, p)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	now := g.c.clock.Now().UnixMilli()
 	for i := range recs {
 		recs[i].OffsetDelta = int32(i)
 	}
-	b, err := recordbatch.Build(recordbatch.BatchSpec{
+	spec := recordbatch.BatchSpec{
 		BaseTimestamp: now,
 		ProducerID:    -1,
 		ProducerEpoch: -1,
 		BaseSequence:  -1,
-	}, recs)
-	if err != nil {
-		return err
 	}
-	_, err = log.Append(b)
-	return err
+	if txn != nil {
+		// As Kafka's coordinator builds it: base sequence 0, the
+		// transactional bit, the producer's id and epoch.
+		spec.Transactional = true
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = txn.id, txn.epoch, 0
+	}
+	b, err := recordbatch.Build(spec, recs)
+	if err != nil {
+		return -1, err
+	}
+	var res partition.AppendResult
+	if txn != nil {
+		res, err = log.AppendWithOrigin(b, recordbatch.OriginInternal)
+	} else {
+		res, err = log.Append(b)
+	}
+	if err != nil {
+		return -1, err
+	}
+	return res.BaseOffset, nil
 }
 
 // appendErrorCode maps a failed __consumer_offsets write of offsets to
@@ -157,6 +187,10 @@ func appendErrorCode(err error) int16 {
 		return kerr.InvalidCommitOffsetSize.Code
 	case errors.Is(err, partition.ErrClosed), errors.Is(err, partition.ErrUnknownTopic):
 		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, partition.ErrStorage):
+		// Kafka: KAFKA_STORAGE_ERROR -> NOT_COORDINATOR, so the client
+		// looks the coordinator up again.
+		return kerr.NotCoordinator.Code
 	default:
 		return kerr.UnknownServerError.Code
 	}
@@ -175,25 +209,51 @@ func storeErrorCode(err error) int16 {
 type loadedGroup struct {
 	meta    *kmsg.GroupMetadataValue
 	offsets map[topicPartition]offsetEntry
+	// txn holds the offsets of transactions not yet ended by a marker,
+	// by producer id (an empty map: an open transaction whose offsets a
+	// tombstone removed).
+	txn map[int64]map[topicPartition]offsetEntry
+}
+
+// loader replays __consumer_offsets records, as Kafka's coordinator
+// replays them: regular records in order, the last per key winning;
+// transactional ones pending on their producer until its marker.
+type loader struct {
+	c    *Coordinator
+	byID map[string]*loadedGroup
+	// open is, per producer id, the groups its open transactions wrote
+	// to in the partition being read (markers are per partition).
+	open map[int64]map[string]struct{}
+}
+
+func newLoader(c *Coordinator) *loader {
+	return &loader{c: c, byID: map[string]*loadedGroup{}, open: map[int64]map[string]struct{}{}}
+}
+
+func (l *loader) get(id string) *loadedGroup {
+	lg := l.byID[id]
+	if lg == nil {
+		lg = &loadedGroup{offsets: map[topicPartition]offsetEntry{}, txn: map[int64]map[topicPartition]offsetEntry{}}
+		l.byID[id] = lg
+	}
+	return lg
 }
 
 // load reads every partition of __consumer_offsets: the last record per
-// key wins and a tombstone deletes.
+// key wins and a tombstone deletes; transactional offsets are pending
+// until their producer's marker in the same partition (commit: they
+// replace committed offsets written before them; abort: dropped), and
+// stay pending when no marker follows (the transaction coordinator
+// completes them with CompleteTxnOffsets).
 func (c *Coordinator) load() ([]*group, error) {
 	t := c.store.Topic(OffsetsTopic)
 	if t == nil {
 		return nil, nil
 	}
-	byID := map[string]*loadedGroup{}
-	get := func(id string) *loadedGroup {
-		lg := byID[id]
-		if lg == nil {
-			lg = &loadedGroup{offsets: map[topicPartition]offsetEntry{}}
-			byID[id] = lg
-		}
-		return lg
-	}
+	l := newLoader(c)
+	byID := l.byID
 	for p, log := range t.Partitions {
+		clear(l.open)
 		off := log.Offsets().LogStartOffset
 		for {
 			res, err := log.Read(off, loadChunk, true)
@@ -212,14 +272,7 @@ func (c *Coordinator) load() ([]*group, error) {
 				batch := b[:h.Size()]
 				b = b[h.Size():]
 				next = h.LastOffset() + 1
-				if h.Control() {
-					continue
-				}
-				err = recordbatch.ForEachRecord(batch, maxDecompressed, func(r recordbatch.Record) error {
-					c.loadRecord(r, get, byID)
-					return nil
-				})
-				if err != nil {
+				if err := l.batch(h, batch); err != nil {
 					// Recovery already dropped torn tails; a batch that
 					// still does not decode is skipped rather than
 					// keeping the broker from starting.
@@ -234,11 +287,15 @@ func (c *Coordinator) load() ([]*group, error) {
 	}
 	var out []*group
 	for id, lg := range byID {
-		if lg.meta == nil && len(lg.offsets) == 0 {
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 {
 			continue
 		}
 		g := newGroup(c, id)
 		g.offsets = lg.offsets
+		g.txnOffsets = lg.txn
+		for pid := range lg.txn {
+			c.txnIdx.add(pid, g)
+		}
 		if m := lg.meta; m != nil {
 			g.protocolType = m.ProtocolType
 			g.generation = m.Generation
@@ -283,8 +340,63 @@ func (c *Coordinator) load() ([]*group, error) {
 	return out, nil
 }
 
-// loadRecord applies one __consumer_offsets record.
-func (c *Coordinator) loadRecord(r recordbatch.Record, get func(string) *loadedGroup, byID map[string]*loadedGroup) {
+// batch replays one batch read back from the log.
+func (l *loader) batch(h recordbatch.Header, batch []byte) error {
+	if h.Control() {
+		// A transaction marker: one control record.
+		done := false
+		return recordbatch.ForEachRecord(batch, maxDecompressed, func(r recordbatch.Record) error {
+			if done {
+				return nil
+			}
+			done = true
+			m, err := recordbatch.ParseEndTxnMarker(r)
+			if err != nil {
+				return err
+			}
+			l.marker(h.ProducerID(), m.Commit)
+			return nil
+		})
+	}
+	pid := recordbatch.NoProducerID
+	if h.Transactional() {
+		pid = h.ProducerID()
+	}
+	base := h.BaseOffset()
+	return recordbatch.ForEachRecord(batch, maxDecompressed, func(r recordbatch.Record) error {
+		l.record(r, base+int64(r.OffsetDelta), pid)
+		return nil
+	})
+}
+
+// marker ends producerID's transaction in the partition being read.
+func (l *loader) marker(producerID int64, commit bool) {
+	for id := range l.open[producerID] {
+		lg := l.byID[id]
+		if lg == nil {
+			continue
+		}
+		pending, ok := lg.txn[producerID]
+		if !ok {
+			continue
+		}
+		delete(lg.txn, producerID)
+		if !commit {
+			continue
+		}
+		for tp, e := range pending {
+			if cur, ok := lg.offsets[tp]; !ok || e.recordOffset > cur.recordOffset {
+				lg.offsets[tp] = e
+			}
+		}
+	}
+	delete(l.open, producerID)
+}
+
+// record applies one __consumer_offsets record at offset recordOffset;
+// producerID is that of its batch if transactional, else -1.
+func (l *loader) record(r recordbatch.Record, recordOffset, producerID int64) {
+	c := l.c
 	if len(r.Key) < 2 {
 		return
 	}
@@ -297,8 +409,13 @@ func (c *Coordinator) loadRecord(r recordbatch.Record, get func(string) *loadedG
 		}
 		tp := topicPartition{k.Topic, k.Partition}
 		if r.Value == nil {
-			if lg := byID[k.Group]; lg != nil {
+			// As Kafka 4.x replays a tombstone: the committed offset
+			// and any pending in the group's open transactions go.
+			if lg := l.byID[k.Group]; lg != nil {
 				delete(lg.offsets, tp)
+				for _, p := range lg.txn {
+					delete(p, tp)
+				}
 			}
 			return
 		}
@@ -307,14 +424,31 @@ func (c *Coordinator) loadRecord(r recordbatch.Record, get func(string) *loadedG
 			c.log.Warn().Err(err).Str("group", k.Group).Msg("skipping undecodable offset commit value")
 			return
 		}
-		e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp, expireTimestamp: -1}
+		e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp, expireTimestamp: -1, recordOffset: recordOffset}
 		if v.Version >= 3 {
 			e.leaderEpoch = v.LeaderEpoch
 		}
-		if v.Version == 1 {
+		if v.Version == 1 && v.ExpireTimestamp >= 0 {
+			// Negative: none, as offsetRecord writes it back.
 			e.expireTimestamp = v.ExpireTimestamp
 		}
-		get(k.Group).offsets[tp] = e
+		lg := l.get(k.Group)
+		if producerID == recordbatch.NoProducerID {
+			lg.offsets[tp] = e
+			return
+		}
+		p := lg.txn[producerID]
+		if p == nil {
+			p = map[topicPartition]offsetEntry{}
+			lg.txn[producerID] = p
+		}
+		p[tp] = e
+		groups := l.open[producerID]
+		if groups == nil {
+			groups = map[string]struct{}{}
+			l.open[producerID] = groups
+		}
+		groups[k.Group] = struct{}{}
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(r.Key); err != nil {
@@ -322,7 +456,7 @@ func (c *Coordinator) loadRecord(r recordbatch.Record, get func(string) *loadedG
 			return
 		}
 		if r.Value == nil {
-			if lg := byID[k.Group]; lg != nil {
+			if lg := l.byID[k.Group]; lg != nil {
 				lg.meta = nil
 			}
 			return
@@ -332,6 +466,6 @@ func (c *Coordinator) loadRecord(r recordbatch.Record, get func(string) *loadedG
 			c.log.Warn().Err(err).Str("group", k.Group).Msg("skipping undecodable group metadata value")
 			return
 		}
-		get(k.Group).meta = &v
+		l.get(k.Group).meta = &v
 	}
 }

@@ -73,8 +73,12 @@ func TestGroupRecordGolden(t *testing.T) {
 }
 
 // FuzzLoadRecord feeds arbitrary key and value bytes, as read back from
-// __consumer_offsets, to the loader. Invariant: it never panics, and a
-// record it cannot decode is skipped.
+// __consumer_offsets, to the loader, in a regular or a transactional
+// batch. Invariants: it never panics; a record it cannot decode changes
+// nothing; an offset it loads re-encodes (offsetRecord) to a record that
+// loads back to the same entry; a transactional offset is pending, not
+// committed, until its producer's marker (commit: committed; abort:
+// gone); a tombstone for the key removes it, committed or pending.
 func FuzzLoadRecord(f *testing.F) {
 	g := &group{id: "g"}
 	tp := topicPartition{"t", 0}
@@ -83,25 +87,83 @@ func FuzzLoadRecord(f *testing.F) {
 		g.offsetRecord(tp, &offsetEntry{offset: 1, expireTimestamp: 9}),
 		g.offsetRecord(tp, nil),
 	} {
-		f.Add(r.Key, r.Value)
+		f.Add(r.Key, r.Value, false)
+		f.Add(r.Key, r.Value, true)
 	}
 	c := &Coordinator{clock: clock.NewManual(time.UnixMilli(0)), log: zerolog.Nop()}
 	gg := newGroup(c, "g")
 	gg.members["m"] = &member{id: "m", protocols: []protocol{{name: "p"}}}
 	gr := gg.groupRecord(false)
-	f.Add(gr.Key, gr.Value)
-	f.Add([]byte{0, 9, 1}, []byte{0})
-	f.Fuzz(func(t *testing.T, key, value []byte) {
-		byID := map[string]*loadedGroup{}
-		get := func(id string) *loadedGroup {
-			lg := byID[id]
-			if lg == nil {
-				lg = &loadedGroup{offsets: map[topicPartition]offsetEntry{}}
-				byID[id] = lg
-			}
-			return lg
+	f.Add(gr.Key, gr.Value, false)
+	f.Add([]byte{0, 9, 1}, []byte{0}, true)
+	const pid = 7
+	f.Fuzz(func(t *testing.T, key, value []byte, txn bool) {
+		producer := recordbatch.NoProducerID
+		if txn {
+			producer = pid
 		}
-		c.loadRecord(recordbatch.Record{Key: key, Value: value}, get, byID)
-		c.loadRecord(recordbatch.Record{Key: key}, get, byID)
+		l := newLoader(c)
+		l.record(recordbatch.Record{Key: key, Value: value}, 5, producer)
+		var k kmsg.OffsetCommitKey
+		isOffset := len(key) >= 2 && key[0] == 0 && key[1] <= 1 && k.ReadFrom(key) == nil
+		var v kmsg.OffsetCommitValue
+		decodes := isOffset && value != nil && v.ReadFrom(value) == nil
+		if !decodes {
+			for id, lg := range l.byID {
+				if len(lg.offsets) > 0 || len(lg.txn) > 0 {
+					t.Fatalf("group %q got offsets from an undecodable or non-offset record", id)
+				}
+			}
+			return
+		}
+		ktp := topicPartition{k.Topic, k.Partition}
+		lg := l.byID[k.Group]
+		if lg == nil {
+			t.Fatal("decodable offset record loaded no group")
+		}
+		var e offsetEntry
+		if txn {
+			if _, ok := lg.offsets[ktp]; ok {
+				t.Fatal("transactional offset committed before its marker")
+			}
+			var ok bool
+			if e, ok = lg.txn[pid][ktp]; !ok {
+				t.Fatal("transactional offset not pending")
+			}
+		} else {
+			var ok bool
+			if e, ok = lg.offsets[ktp]; !ok {
+				t.Fatal("offset not loaded")
+			}
+		}
+		if e.offset != v.Offset || e.metadata != v.Metadata || e.recordOffset != 5 {
+			t.Fatalf("entry %+v from value %+v", e, v)
+		}
+		// Round trip through our own encoding.
+		re := (&group{id: k.Group}).offsetRecord(ktp, &e)
+		l2 := newLoader(c)
+		l2.record(re, 5, recordbatch.NoProducerID)
+		if got := l2.byID[k.Group].offsets[ktp]; got != e {
+			t.Fatalf("re-encoded entry loads as %+v, want %+v", got, e)
+		}
+		if txn {
+			// An abort drops it; on a copy, a commit makes it the
+			// committed offset.
+			l2 = newLoader(c)
+			l2.record(recordbatch.Record{Key: key, Value: value}, 5, pid)
+			l2.marker(pid, true)
+			if got, ok := l2.byID[k.Group].offsets[ktp]; !ok || got != e || len(l2.byID[k.Group].txn) != 0 {
+				t.Fatalf("after commit: %+v %v, pending %v", got, ok, l2.byID[k.Group].txn)
+			}
+			l.marker(pid, false)
+			if _, ok := lg.offsets[ktp]; ok || len(lg.txn) != 0 {
+				t.Fatal("aborted offset survived")
+			}
+			l.record(recordbatch.Record{Key: key, Value: value}, 6, pid)
+		}
+		l.record(recordbatch.Record{Key: key}, 7, recordbatch.NoProducerID)
+		if _, ok := lg.offsets[ktp]; ok || len(lg.txn[pid]) != 0 {
+			t.Fatal("tombstone left the offset")
+		}
 	})
 }

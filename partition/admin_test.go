@@ -191,7 +191,8 @@ func TestClientQuotasPersist(t *testing.T) {
 }
 
 // TestCreatePartitionsFailures: a catalog write that fails leaves the
-// topic as it was and removes the new directories; a directory left by a
+// topic as it was, removes the new directories and takes the log dir
+// offline until a restart; a directory left by a
 // crash before the catalog named it is set aside at Open and does not
 // stop a later CreatePartitions.
 func TestCreatePartitionsFailures(t *testing.T) {
@@ -216,8 +217,11 @@ func TestCreatePartitionsFailures(t *testing.T) {
 			t.Fatalf("%s left behind: %v", d, err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	if _, err := s.CreatePartitions("grow", 3, false); !errors.Is(err, ErrStorage) {
+		t.Fatalf("CreatePartitions with the log dir offline: %v", err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Close = %v, want ErrStorage", err)
 	}
 
 	// A crash between creating grow-1 and writing the catalog.
@@ -235,8 +239,10 @@ func TestCreatePartitionsFailures(t *testing.T) {
 	if n := len(s.Topic("grow").Partitions); n != 2 {
 		t.Fatalf("%d partitions", n)
 	}
+	// The empty leftover was removed, not set aside.
+	s.bg.Wait()
 	strays, _ := filepath.Glob(filepath.Join(e.dir, "grow-1.*-stray"))
-	if len(strays) != 1 {
+	if len(strays) != 0 {
 		t.Fatalf("strays %v", strays)
 	}
 }

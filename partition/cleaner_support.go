@@ -7,6 +7,7 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,12 +33,18 @@ func (l *Log) CreateCleanedSegment(base int64) (vfs.File, error) {
 	if l.gone.Load() {
 		return nil, l.goneErr()
 	}
+	if err := l.store.Offline(); err != nil {
+		return nil, err
+	}
 	name := filepath.Join(l.dir, segmentFileName(base, logSuffix)) + cleanedSuffix
 	f, err := l.store.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
+		if !l.gone.Load() { // not a directory renamed by a deletion
+			l.store.markOffline(err)
+		}
 		return nil, l.readErr(err)
 	}
-	return f, nil
+	return offlineOnError{f, l.store}, nil
 }
 
 // RemoveCleanedSegment removes the cleaner's unfinished output for base.
@@ -73,5 +80,12 @@ func (s *Store) WriteCleanerCheckpoint(m map[TopicPartition]int64) error {
 	for k, v := range m {
 		in[topicPartition(k)] = v
 	}
-	return writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, cleanerCheckpointFile), encodeOffsetCheckpoint(in))
+	if err := s.Offline(); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, cleanerCheckpointFile), encodeOffsetCheckpoint(in)); err != nil {
+		s.markOffline(err) // as Kafka's LogCleanerManager.updateCheckpoints
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
 }

@@ -28,9 +28,16 @@ type Config struct {
 	// log-start-offset checkpoints are written
 	// (log.flush.offset.checkpoint.interval.ms, default 60 s).
 	RecoveryCheckpointInterval time.Duration
-	FS                         vfs.FS      // nil means vfs.OS{}
-	Clock                      clock.Clock // nil means clock.Real{}
-	Logger                     zerolog.Logger
+	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer
+	// without an open transaction whose last batch timestamp is this old
+	// is forgotten (0 means Kafka's default, 1 day).
+	ProducerIDExpirationMs int64
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms (0: Kafka's 10 minutes).
+	ProducerIDExpirationCheckInterval time.Duration
+	FS                                vfs.FS      // nil means vfs.OS{}
+	Clock                             clock.Clock // nil means clock.Real{}
+	Logger                            zerolog.Logger
 }
 
 // LogConfig is one topic's effective log configuration: the broker defaults

@@ -16,6 +16,8 @@
 //	    00000000000000000000.log       v2 batches as produced, offsets assigned
 //	    00000000000000000000.index     sparse offset index (8-byte entries)
 //	    00000000000000000000.timeindex sparse time index (12-byte entries)
+//	    00000000000000000000.txnindex  aborted transactions whose ABORT marker is in the segment (34-byte entries; txn_index.go)
+//	    00000000000000000000.snapshot  producer state below that offset (producer_snapshot.go)
 //	    leader-epoch-checkpoint        "0", count, "epoch startOffset" lines
 //	    partition.metadata             "version: 0\ntopic_id: <base64url>"
 //	<topic>-<p>.<hex uuid>-delete      a deleted partition being removed
@@ -40,6 +42,17 @@
 // share the next one (group commit). A rolled segment is fsynced in the
 // background, which moves the recovery point past it.
 //
+// # I/O errors
+//
+// See offline.go. As Kafka's LogDirFailureChannel does, a failed write,
+// fsync, roll, checkpoint or cleaner swap takes the whole data dir (Kafka's
+// one log dir) offline: every partition answers ErrStorage
+// (KAFKA_STORAGE_ERROR) to appends, reads and offset lookups, nothing more
+// is written or acknowledged, and a restart recovers from what is durable.
+// A directory fsync never runs ahead of the data of the segments before
+// the newest one (dirsync.go), so a power cut leaves no hole in the
+// offsets below it. internal/vfs/memfs injects the faults the tests sweep.
+//
 // # Read path
 //
 // Read, Offsets and Wait take no lock: they load an immutable snapshot of
@@ -54,6 +67,18 @@
 // in the middle of a cleaner's segment swap is completed or undone as
 // Kafka's LogLoader does.
 //
+// # Producer state and transactions
+//
+// See producer_state.go: per producer id the epoch, the last five batches
+// (duplicates are answered with the original's offset and not written),
+// sequence and epoch checks as Kafka's ProducerAppendInfo, and open
+// transactions, which hold the last stable offset (LSO) at their first
+// offset until the high watermark passes their marker. WriteTxnMarker
+// ends a transaction; an abort goes into the marker segment's .txnindex.
+// Snapshots are written at each roll and at a clean close; recovery loads
+// the newest one at or below the recovered log end offset and replays the
+// batches after it.
+//
 // # Cleaner and retention
 //
 // See maintenance.go: Segments, ReadSegment, ReplaceSegments (the swap of
@@ -64,6 +89,7 @@
 //
 // # Locks
 //
-// Store.catalogMu, then Store.mu, then Log.mu, then Log.fmu. No lock spans
+// Store.catalogMu, then Store.mu, then Log.mu, then Log.fmu (Log.dirMu
+// after Log.mu, never with fmu). No lock spans
 // partitions, and no lock is held across an fsync except fmu's owner flag.
 package partition

@@ -18,6 +18,12 @@ var (
 	// v2 batch (CORRUPT_MESSAGE); protocol/ validates before appending, so
 	// this is a last line of defence.
 	ErrCorruptBatch = errors.New("partition: not one whole v2 record batch")
+
+	// Producer state (producer_state.go), with Kafka's messages as detail.
+	ErrOutOfOrderSequence           = errors.New("partition: out of order sequence number")           // OUT_OF_ORDER_SEQUENCE_NUMBER
+	ErrInvalidProducerEpoch         = errors.New("partition: invalid producer epoch")                 // INVALID_PRODUCER_EPOCH
+	ErrInvalidTxnState              = errors.New("partition: invalid transaction state")              // INVALID_TXN_STATE
+	ErrTransactionCoordinatorFenced = errors.New("partition: transaction coordinator epoch is stale") // TRANSACTION_COORDINATOR_FENCED
 )
 
 // detailError wraps a sentinel with Kafka's wording of the problem, so that

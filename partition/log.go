@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
@@ -64,6 +65,21 @@ type Log struct {
 	rollWG      sync.WaitGroup // background work on segments (flushes, delayed removals); Add under mu
 	closing     chan struct{}  // closed when the log closes: delayed removals run at once
 	retired     []*segment     // renamed .deleted, awaiting removal; guarded by mu
+
+	// dirMu is held by a roll from creating the new segment's files to
+	// publishing it, and across a directory fsync (dirsync.go), so that
+	// no segment appears unseen during one. Taken after mu, never with
+	// fmu.
+	dirMu sync.Mutex
+
+	// Producer state (producer_state.go): guarded by mu; txnView is its
+	// transactions that hold the LSO back, for readers without the lock.
+	pstate  *producerState
+	txnView atomic.Pointer[[]txnSpan]
+	// replayCache holds, while the log is opened, the producer batches
+	// recovery read, so the producer-state replay does not read them
+	// again.
+	replayCache map[*segment][][]byte
 }
 
 // hwMark is the high watermark with its place in the files: the batch that
@@ -92,10 +108,11 @@ func (l *Log) Dir() string { return l.dir }
 // stable offset is the high watermark.
 func (l *Log) Offsets() Offsets {
 	hw := l.hw.Load().offset
+	start := l.logStart.Load()
 	return Offsets{
-		LogStartOffset:   l.logStart.Load(),
+		LogStartOffset:   start,
 		HighWatermark:    hw,
-		LastStableOffset: hw,
+		LastStableOffset: l.lastStable(hw, start),
 		LogEndOffset:     l.leo.Load(),
 	}
 }
@@ -153,6 +170,12 @@ func (l *Log) goneErr() error {
 // once the batch is durable per the flush policy. The batch bytes are
 // written as given, in one write.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
+	return l.appendOrigin(batch, recordbatch.OriginClient, nil)
+}
+
+// appendOrigin is Append for a batch from origin; marker is the batch's
+// transaction marker when the caller built it (WriteTxnMarker).
+func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker) (AppendResult, error) {
 	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
 	h, err := recordbatch.ParseHeader(batch)
 	if err != nil || h.Size() != len(batch) || h.LastOffsetDelta() < 0 {
@@ -162,23 +185,42 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	if len(batch) > int(cfg.MaxMessageBytes) {
 		return res, withDetail(ErrRecordTooLarge, fmt.Sprintf("The request included a message larger than the max message size the server will accept: %d > %d", len(batch), cfg.MaxMessageBytes))
 	}
+	if h.Control() && marker == nil && h.ProducerID() >= 0 {
+		marker = controlMarker(batch)
+	}
 
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return res, l.goneErr()
 	}
-	if l.failed == nil && l.syncFailed.Load() {
-		// A failed fsync takes the log offline too: write nothing more.
-		l.fmu.Lock()
-		l.failed = l.syncErr
-		l.fmu.Unlock()
-	}
-	if l.failed != nil {
+	// After a failed write or fsync, here or in any log of the data dir,
+	// write nothing more (offline.go).
+	if err := l.offlineLocked(); err != nil {
 		l.mu.Unlock()
-		return res, fmt.Errorf("%w: %v", ErrStorage, l.failed)
+		return res, err
 	}
 	base := l.leo.Load()
+	var pinfo *appendInfo
+	if h.ProducerID() >= 0 {
+		dup, info, err := l.producerCheckLocked(h, base, origin, marker)
+		if err != nil || dup != nil {
+			l.mu.Unlock()
+			if dup == nil {
+				return res, err
+			}
+			// The original may still be waiting for its fsync (a retry
+			// on another connection): acknowledge the duplicate only once
+			// the original is as durable as its own answer would be.
+			if hw := l.hw.Load().offset; hw < base {
+				if err := l.syncTo(base); err != nil {
+					return res, fmt.Errorf("%w: %v", ErrStorage, err)
+				}
+			}
+			return *dup, nil
+		}
+		pinfo = info
+	}
 	h.SetBaseOffset(base)
 	h.SetLeaderEpoch(leaderEpoch)
 	if cfg.LogAppendTime() {
@@ -189,6 +231,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 
 	if l.shouldRollLocked(h, size, cfg) {
 		if err := l.rollLocked(base, cfg); err != nil {
+			l.fail(err)
 			l.mu.Unlock()
 			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot roll segment")
 			return res, fmt.Errorf("%w: %v", ErrStorage, err)
@@ -198,6 +241,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 		// Kafka records the epoch's start offset when the epoch's first
 		// batch is appended.
 		if err := l.writeLeaderEpochLocked(base); err != nil {
+			l.fail(err)
 			l.mu.Unlock()
 			return res, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
@@ -205,17 +249,16 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	seg := l.active
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
-		// Cut whatever part of the batch landed, so the log stays a
-		// sequence of whole batches; if even that fails, go offline.
-		if terr := seg.log.Truncate(pos); terr != nil {
-			l.failed = terr
-		}
+		// A failed write takes the data dir offline, as in Kafka; the
+		// part of the batch that landed is past seg.size, unread, and
+		// recovery truncates it.
+		l.fail(err)
 		l.mu.Unlock()
 		l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to segment")
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	if err := seg.noteBatchLocked(h, pos, size, cfg.IndexIntervalBytes); err != nil {
-		l.failed = err
+		l.fail(err)
 		l.mu.Unlock()
 		l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to index")
 		return res, fmt.Errorf("%w: %v", ErrStorage, err)
@@ -224,6 +267,14 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	end := h.LastOffset() + 1
 	l.leo.Store(end)
 	mark := &hwMark{offset: end, segBase: seg.base, pos: pos + size}
+	if pinfo != nil {
+		if err := l.applyProducerLocked(pinfo, seg); err != nil {
+			l.fail(err)
+			l.mu.Unlock()
+			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to aborted-transaction index")
+			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
 	needSync := cfg.FlushMessages != math.MaxInt64 && end-l.flushed.Load() >= cfg.FlushMessages
 	if !needSync {
 		l.advanceHW(mark)
@@ -279,11 +330,14 @@ func (l *Log) shouldRollLocked(h recordbatch.Header, size int64, cfg *LogConfig)
 // recovery point past it, as Kafka does. REQUIRES: mu held.
 func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 	old := l.active
+	l.dirMu.Lock()
 	seg, err := openSegment(l.store.fs, l.dir, base, cfg, true, l.store.clock.Now().UnixMilli())
 	if err != nil {
+		l.dirMu.Unlock()
 		return err
 	}
 	if err := old.finalizeLocked(); err != nil {
+		l.dirMu.Unlock()
 		seg.close()
 		return err
 	}
@@ -291,6 +345,10 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 	l.dirDirty = true
 	segs := append(append([]*segment(nil), *l.segs.Load()...), seg)
 	l.segs.Store(&segs)
+	l.dirMu.Unlock()
+	// Kafka takes a producer-state snapshot at every roll, named after
+	// the new segment; it is written once the data below it is durable.
+	snap := l.snapshotLocked()
 	l.rollWG.Add(1)
 	go func() {
 		defer l.rollWG.Done()
@@ -301,7 +359,18 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 			// indexes and final time index entry were never synced.
 			err = old.syncIndexes()
 		}
+		if err == nil {
+			// No directory fsync here: it would make durable the entry of
+			// a segment rolled since syncTo, ahead of its predecessor's
+			// data (a hole after a power cut). The log's next flush makes
+			// the rename durable, after that data.
+			err = vfs.WriteFileReplace(l.store.fs, filepath.Join(l.dir, snapshotName(base)), snap)
+			l.mu.Lock()
+			l.dirDirty = true
+			l.mu.Unlock()
+		}
 		if err != nil && !l.gone.Load() {
+			l.store.markOffline(err)
 			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot flush rolled segment")
 		}
 	}()
@@ -343,6 +412,7 @@ func (l *Log) syncTo(target int64) error {
 	if err != nil {
 		l.syncErr = err
 		l.syncFailed.Store(true)
+		l.store.markOffline(err)
 		l.logger.Error().Err(err).Msg("fsync failed, partition offline")
 	} else if end > l.flushed.Load() {
 		l.flushed.Store(end)
@@ -381,7 +451,7 @@ func (l *Log) flushOnce() (int64, error) {
 		}
 	}
 	if err == nil && dirty {
-		err = l.store.fs.SyncDir(l.dir)
+		err = l.syncDirAfter(segs[i:])
 	}
 	if err != nil {
 		if dirty {
@@ -408,10 +478,14 @@ func (l *Log) close(deleted bool) error {
 	}
 	l.closed = true
 	var err error
-	if !deleted && l.failed != nil {
-		err = fmt.Errorf("%w: %v", ErrStorage, l.failed)
+	if ferr := l.offlineLocked(); !deleted && ferr != nil {
+		err = ferr // an offline dir is not written to, not even flushed
 	} else if !deleted {
 		err = l.active.finalizeLocked()
+	}
+	var snap []byte
+	if !deleted && err == nil {
+		snap = l.snapshotLocked() // Kafka snapshots producer state at a clean close
 	}
 	l.mu.Unlock()
 	// No roll can start now that closed is set: wait for the flushes of
@@ -424,6 +498,9 @@ func (l *Log) close(deleted bool) error {
 	} else if err == nil {
 		if err = l.syncTo(l.leo.Load()); err == nil {
 			err = l.active.syncIndexes()
+		}
+		if err == nil {
+			err = l.writeSnapshot(l.leo.Load(), snap)
 		}
 	}
 	// Wait for a running fsync before closing the files under it.
@@ -474,6 +551,9 @@ func (l *Log) AdvanceLogStartOffset(offset int64) (int64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.offlineLocked(); err != nil {
+		return l.logStart.Load(), err
+	}
 	if offset > l.hw.Load().offset || offset < 0 {
 		return l.logStart.Load(), ErrOffsetOutOfRange
 	}

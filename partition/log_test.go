@@ -425,11 +425,12 @@ func TestWaitWakes(t *testing.T) {
 }
 
 // TestStorageErrorKeepsLogConsistent: a failed write is not acknowledged
-// and leaves no partial batch; the next append takes the same offset.
+// and takes the log dir offline, as in Kafka (nothing more is written even
+// when the disk recovers); after a restart no partial batch is left and
+// the next append takes the same offset.
 func TestStorageErrorKeepsLogConsistent(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
-	defer s.Close()
 	l := mustCreate(t, s, "t", 1, nil).Partitions[0]
 	mustAppend(t, l, mkBatch(t, 2, 1, 10))
 	e.fs.setHooks(nil, func(name string) error {
@@ -445,6 +446,15 @@ func TestStorageErrorKeepsLogConsistent(t *testing.T) {
 		t.Fatalf("offsets after failure %+v", o)
 	}
 	e.fs.setHooks(nil, nil)
+	if _, err := l.Append(mkBatch(t, 2, 1, 10)); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Append with the log dir offline = %v, want ErrStorage", err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Close = %v, want ErrStorage", err)
+	}
+	s = e.open()
+	defer s.Close()
+	l = s.Topic("t").Partitions[0]
 	if r := mustAppend(t, l, mkBatch(t, 2, 1, 10)); r.BaseOffset != 2 {
 		t.Fatalf("base %d", r.BaseOffset)
 	}

@@ -135,11 +135,18 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	suffixes := []string{logSuffix, indexSuffix, timeIndexSuffix}
 	seg, err := openSegmentNamed(fsys, l.dir, newBase, cfg, false, l.store.clock.Now().UnixMilli(), cleanedSuffix)
 	if err != nil {
+		if !l.gone.Load() {
+			l.store.markOffline(err)
+		}
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
 	// abort drops the cleaner's output, as Kafka does when a cleaning
-	// cannot complete; the old segments stay.
+	// cannot complete; the old segments stay. An I/O error takes the data
+	// dir offline, as one in Kafka's cleaner does.
 	abort := func(err error) error {
+		if errors.Is(err, ErrStorage) && !l.gone.Load() {
+			l.store.markOffline(err)
+		}
 		seg.close()
 		for _, suf := range suffixes {
 			fsys.Remove(final(suf) + cleanedSuffix)
@@ -180,6 +187,16 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
 		}
 	}
+	// The aborted transactions whose markers the output keeps.
+	oldSegs := *l.segs.Load()
+	firstOld, _, _ := check(oldSegs)
+	hasTxn, err := l.swapAbortedEntries(seg, oldSegs[firstOld:firstOld+len(oldBases)], final(txnIndexSuffix)+cleanedSuffix)
+	if err != nil {
+		return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+	}
+	if hasTxn {
+		suffixes = append(suffixes, txnIndexSuffix)
+	}
 	// Kafka's cleaned.setLastModified(segments.last.lastModified): the new
 	// files keep the last replaced segment's modification time, which is
 	// the age retention.ms and min.compaction.lag.ms see when the segment
@@ -204,6 +221,10 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 		l.mu.Unlock()
 		return abort(l.goneErr())
 	}
+	if err := l.offlineLocked(); err != nil {
+		l.mu.Unlock()
+		return abort(err)
+	}
 	segs := *l.segs.Load()
 	first, next2, ok := check(segs)
 	if !ok || next2 != next {
@@ -227,18 +248,19 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	l.segs.Store(&updated)
 	l.mu.Unlock()
 
+	// Past the point of no return: a failure leaves the swap for the next
+	// start to finish (completeSwaps), and the dir offline until then.
 	if err := l.retire(old); err != nil {
+		l.store.markOffline(err)
 		return err
 	}
 	for _, suf := range suffixes {
 		if err := fsys.Rename(final(suf)+swapSuffix, final(suf)); err != nil {
+			l.store.markOffline(err)
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
-	if err := fsys.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	return nil
+	return l.syncDirSafely()
 }
 
 // DeleteSegmentsBefore deletes every segment whose next offset is <=
@@ -253,6 +275,10 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 		l.mu.Unlock()
 		return 0, l.goneErr()
 	}
+	if err := l.offlineLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
 	if offset > l.hw.Load().offset {
 		l.mu.Unlock()
 		return 0, ErrOffsetOutOfRange
@@ -260,6 +286,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 	cfg := l.cfg.Load()
 	if offset == l.leo.Load() && l.active.size.Load() > 0 {
 		if err := l.rollLocked(offset, cfg); err != nil {
+			l.fail(err)
 			l.mu.Unlock()
 			return 0, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
@@ -283,9 +310,12 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 	}
 	l.mu.Unlock()
 	if err := l.retire(old); err != nil {
+		l.store.markOffline(err)
 		return n, err
 	}
-	return n, l.store.fs.SyncDir(l.dir)
+	// The deleted segments' producer-state snapshots go with them.
+	l.deleteSnapshotsBelow(rest[0].base)
+	return n, l.syncDirSafely()
 }
 
 // retire renames segments' files to .deleted and schedules their removal
@@ -293,7 +323,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 func (l *Log) retire(old []*segment) error {
 	fsys := l.store.fs
 	for _, s := range old {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("%w: %v", ErrStorage, err)
 			}
@@ -353,7 +383,7 @@ func (l *Log) removeRetired(old []*segment) {
 	l.fmu.Unlock()
 	for _, s := range old {
 		s.close()
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := l.store.fs.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("cannot remove deleted segment file")
 			}

@@ -42,12 +42,16 @@ func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n i
 	if l.gone.Load() {
 		return ReadResult{}, l.goneErr()
 	}
+	if err := l.store.Offline(); err != nil {
+		return ReadResult{}, err
+	}
 	hw := l.hw.Load()
 	segs := *l.segs.Load()
+	start := l.logStart.Load()
 	res := ReadResult{Offsets: Offsets{
-		LogStartOffset:   l.logStart.Load(),
+		LogStartOffset:   start,
 		HighWatermark:    hw.offset,
-		LastStableOffset: hw.offset,
+		LastStableOffset: l.lastStable(hw.offset, start),
 		LogEndOffset:     l.leo.Load(),
 	}}
 	// As in Kafka, an offset between the high watermark and the log end

@@ -71,6 +71,7 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 	cfg := p.cfg
 	l.cfg.Store(&cfg)
 	l.hw.Store(&hwMark{})
+	l.pstate = newProducerState()
 
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -119,6 +120,8 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	fsys := l.store.fs
 	nowMs := l.store.clock.Now().UnixMilli()
 	cfg := l.cfg.Load()
+	l.replayCache = map[*segment][][]byte{}
+	defer func() { l.replayCache = nil }()
 	if err := l.completeSwaps(); err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 			for _, later := range segs[i+1:] {
 				l.logger.Warn().Int64("segment", later.base).Int64("bytes", later.size.Load()).Msg("deleting segment after corrupt batch")
 				later.close()
-				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 					if err := fsys.Remove(later.path(suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 						return segs[:i+1], err
 					}
@@ -265,6 +268,18 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 		l.logStart.Store(leo)
 	}
 	l.hw.Store(&hwMark{offset: leo, segBase: active.base, pos: active.size.Load()})
+	for i, seg := range segs {
+		next := leo
+		if i < last {
+			next = segs[i+1].base
+		}
+		if err := l.loadTxnIndex(seg, next); err != nil {
+			return segs, err
+		}
+	}
+	if err := l.loadProducerState(segs, leo, l.logStart.Load(), p.clean); err != nil {
+		return segs, err
+	}
 	return segs, l.loadLeaderEpoch(leo)
 }
 
@@ -480,6 +495,7 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 	next = seg.base
 	pos := int64(0)
 	var why error
+	var collected [][]byte
 	for pos < size {
 		hb, err := r.get(pos, min(recordbatch.HeaderSize, size-pos))
 		if err != nil {
@@ -514,6 +530,16 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 		if pos == 0 {
 			rollTs = h.MaxTimestamp()
 		}
+		if l.replayCache != nil && h.ProducerID() >= 0 {
+			// Kept for the producer-state replay, which then need not
+			// read this segment again: the header, or a control
+			// batch whole (its marker).
+			n := int64(recordbatch.HeaderSize)
+			if h.Control() {
+				n = bsz
+			}
+			collected = append(collected, append([]byte(nil), b[:n]...))
+		}
 		if bytesSince > int64(cfg.IndexIntervalBytes) && int64(len(offs)) < seg.offIdx.max {
 			offs = append(offs, indexEntry{h.LastOffset(), pos})
 			if maxTs > lastTimeKey && int64(len(times)) < seg.timeIdx.max {
@@ -545,6 +571,9 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 		return 0, false, err
 	}
 	seg.size.Store(pos)
+	if l.replayCache != nil {
+		l.replayCache[seg] = collected
+	}
 	seg.maxTs, seg.offMaxTs = maxTs, offMaxTs
 	seg.rollTs, seg.rollTsKnown = rollTs, true
 	seg.bytesSinceIndex = bytesSince

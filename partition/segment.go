@@ -51,6 +51,10 @@ type segment struct {
 	// size is the number of bytes of whole batches in the .log, published
 	// after each write so readers never see a partial batch.
 	size atomic.Int64
+	// txn is the aborted-transaction index (txn_index.go), its file and
+	// entries guarded by closeMu; aborted publishes the entries to readers.
+	txn     txnIndex
+	aborted atomic.Pointer[[]abortedEntry]
 
 	// The fields below belong to the writer: guarded by Log.mu.
 	bytesSinceIndex int64 // bytes appended since the last offset index entry
@@ -125,6 +129,9 @@ func (s *segment) close() error {
 	if e := s.timeIdx.f.Close(); err == nil {
 		err = e
 	}
+	if e := s.closeTxn(); err == nil {
+		err = e
+	}
 	return err
 }
 
@@ -138,6 +145,9 @@ func (s *segment) syncIndexes() error {
 		return nil
 	}
 	if err := s.offIdx.f.Sync(); err != nil {
+		return err
+	}
+	if err := s.syncTxn(); err != nil {
 		return err
 	}
 	return s.timeIdx.f.Sync()

@@ -52,6 +52,10 @@ type AppendResult struct {
 	BaseOffset     int64
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
+	// Duplicate: the batch repeats one of its producer's last five
+	// batches; nothing was written and BaseOffset is the original's
+	// (LogAppendTime is then the original's timestamp, as Kafka answers).
+	Duplicate bool
 }
 
 // ReadResult is the answer to a Read.
@@ -82,8 +86,9 @@ type Store struct {
 
 	recoveryBytes atomic.Int64 // .log bytes read by recovery since Open
 
-	dyn    dynamicBroker    // dynamic broker configs (topic_config.go)
-	quotas clientQuotaStore // client quotas (client_quotas.go)
+	dyn     dynamicBroker    // dynamic broker configs (topic_config.go)
+	quotas  clientQuotaStore // client quotas (client_quotas.go)
+	offline offlineState     // an I/O error took the data dir offline (offline.go)
 
 	bg     sync.WaitGroup // background goroutines: flushes, removals
 	stop   chan struct{}
@@ -128,9 +133,42 @@ func Open(cfg Config) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.loopWG.Add(1)
+	s.loopWG.Add(2)
 	go s.checkpointLoop()
+	go s.producerExpiryLoop()
 	return s, nil
+}
+
+func (s *Store) producerExpirationMs() int64 {
+	if s.cfg.ProducerIDExpirationMs > 0 {
+		return s.cfg.ProducerIDExpirationMs
+	}
+	return DefaultProducerIDExpirationMs
+}
+
+// producerExpiryLoop forgets expired producers of every log every
+// producer.id.expiration.check.interval.ms (Kafka's
+// PeriodicProducerExpirationCheck).
+func (s *Store) producerExpiryLoop() {
+	defer s.loopWG.Done()
+	every := s.cfg.ProducerIDExpirationCheckInterval
+	if every <= 0 {
+		every = DefaultProducerIDExpirationCheckIntervalMs * time.Millisecond
+	}
+	for {
+		t := s.clock.NewTimer(every)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		for _, tp := range s.Topics() {
+			for _, l := range tp.Partitions {
+				l.ExpireProducers(s.producerExpirationMs())
+			}
+		}
+	}
 }
 
 // load reads meta.properties, the checkpoints and the catalog, and opens
@@ -236,6 +274,11 @@ func (s *Store) sweepDataDir(known map[string]bool) error {
 		case strings.HasSuffix(name, "-delete"):
 			s.removeAsync(path)
 		case strings.HasSuffix(name, "-stray"):
+		case looksLikePartitionDir(name) && s.holdsNoRecords(path):
+			// A topic creation the crash cut short: nothing was ever
+			// appended, so there is nothing to keep.
+			s.logger.Info().Str("dir", name).Msg("removing empty partition directory of a topic not in the catalog")
+			s.removeAsync(path)
 		case looksLikePartitionDir(name):
 			stray := fmt.Sprintf("%s.%s-stray", path, newUUID().hex())
 			s.logger.Warn().Str("dir", name).Msg("setting aside partition directory of a topic not in the catalog")
@@ -245,6 +288,26 @@ func (s *Store) sweepDataDir(known map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// holdsNoRecords reports whether a partition directory's segment files
+// are all empty (or it has none); an unreadable one counts as holding
+// records, so it is set aside rather than removed.
+func (s *Store) holdsNoRecords(dir string) bool {
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), logSuffix) {
+			continue
+		}
+		fi, err := s.fs.Stat(filepath.Join(dir, e.Name()))
+		if err != nil || fi.Size() > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func looksLikePartitionDir(name string) bool {
@@ -355,6 +418,8 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	switch {
 	case closed:
 		return nil, ErrClosed
+	case s.Offline() != nil:
+		return nil, s.Offline()
 	case exists:
 		return nil, withDetail(ErrTopicExists, fmt.Sprintf("Topic '%s' already exists.", name))
 	case collision != "":
@@ -383,6 +448,7 @@ func (s *Store) createLogs(t *Topic, total int32) (err error) {
 	from := len(t.Partitions)
 	defer func() {
 		if err != nil {
+			s.markOffline(err)
 			s.discardLogs(t.Partitions[from:])
 		}
 	}()
@@ -421,6 +487,8 @@ func (s *Store) hostedTopic(name string) (*Topic, error) {
 	switch {
 	case closed:
 		return nil, ErrClosed
+	case s.Offline() != nil:
+		return nil, s.Offline()
 	case !ok:
 		return nil, withDetail(ErrUnknownTopic, "This server does not host this topic-partition.")
 	}
@@ -443,6 +511,8 @@ func (s *Store) writeCatalog(name string, t *Topic) error {
 		delete(next, name)
 	}
 	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
+		// The old or the new catalog may be on disk: write nothing more.
+		s.markOffline(err)
 		return fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
 	}
 	return nil
@@ -503,6 +573,7 @@ func (s *Store) DeleteTopic(name string) error {
 	}
 	s.logger.Info().Str("topic", name).Msg("topic deleted")
 	if firstErr != nil {
+		s.markOffline(firstErr)
 		return fmt.Errorf("%w: %v", ErrStorage, firstErr)
 	}
 	return nil
@@ -574,6 +645,9 @@ func (s *Store) checkpointLoop() {
 			return
 		case <-t.C():
 		}
+		if s.Offline() != nil {
+			continue // Kafka flushes and checkpoints only live log dirs
+		}
 		s.flushDue()
 		if err := s.WriteCheckpoints(); err != nil {
 			s.logger.Error().Err(err).Msg("cannot write offset checkpoints")
@@ -603,6 +677,9 @@ func (s *Store) flushDue() {
 func (s *Store) WriteCheckpoints() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
+	if err := s.Offline(); err != nil {
+		return err
+	}
 	rps := map[topicPartition]int64{}
 	starts := map[topicPartition]int64{}
 	for _, t := range s.Topics() {
@@ -615,10 +692,17 @@ func (s *Store) WriteCheckpoints() error {
 			starts[tp] = l.logStart.Load()
 		}
 	}
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, recoveryPointFile), encodeOffsetCheckpoint(rps)); err != nil {
-		return err
+	err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, recoveryPointFile), encodeOffsetCheckpoint(rps))
+	if err == nil {
+		err = writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, logStartOffsetFile), encodeOffsetCheckpoint(starts))
 	}
-	return writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, logStartOffsetFile), encodeOffsetCheckpoint(starts))
+	if err != nil {
+		// As Kafka's LogManager: a checkpoint that cannot be written
+		// takes the log dir offline.
+		s.markOffline(err)
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
 }
 
 // Close flushes, writes checkpoints and releases the lock. After a Close

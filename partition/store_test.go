@@ -233,9 +233,13 @@ func TestDeleteTopic(t *testing.T) {
 	mustAppend(t, keep.Partitions[0], mkBatch(t, 1, 1, 1))
 	s.Close()
 	// A -delete directory left by a crash is removed at start-up; a
-	// partition directory the catalog does not know is set aside.
+	// partition directory the catalog does not know is set aside if it
+	// holds records, removed if it holds none (a creation cut short).
 	os.MkdirAll(filepath.Join(e.dir, "gone-0.0123456789abcdef0123456789abcdef-delete"), 0o755)
 	os.MkdirAll(filepath.Join(e.dir, "orphan-0"), 0o755)
+	os.WriteFile(filepath.Join(e.dir, "orphan-0", "00000000000000000000.log"), mkBatch(t, 1, 1, 1), 0o644)
+	os.MkdirAll(filepath.Join(e.dir, "unborn-0"), 0o755)
+	os.WriteFile(filepath.Join(e.dir, "unborn-0", "00000000000000000000.log"), nil, 0o644)
 	s = e.open()
 	defer s.Close()
 	s.bg.Wait()
@@ -248,7 +252,8 @@ func TestDeleteTopic(t *testing.T) {
 		names = append(names, en.Name())
 	}
 	joined := strings.Join(names, " ")
-	if strings.Contains(joined, "-delete") || !regexp.MustCompile(`orphan-0\.[0-9a-f]{32}-stray`).MatchString(joined) {
+	if strings.Contains(joined, "-delete") || strings.Contains(joined, "unborn") ||
+		!regexp.MustCompile(`orphan-0\.[0-9a-f]{32}-stray`).MatchString(joined) {
 		t.Fatalf("data dir: %v", names)
 	}
 	// The name is free again.

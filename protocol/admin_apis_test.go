@@ -926,7 +926,9 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 			minV    int16
 		}{
 			{"raise transaction.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 2, upgradeTypeUpgrade)},
-				"Invalid update version 2 for feature transaction.version. Local controller 1 does not support this feature.", 0},
+				"Invalid update version 2 for feature transaction.version. Local controller 1 only supports versions 1", 0},
+			{"lower transaction.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 0, upgradeTypeSafeDowngrade)},
+				"Invalid update version 0 for feature transaction.version. Local controller 1 only supports versions 1", 0},
 			{"metadata.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("metadata.version", 21, upgradeTypeUpgrade)},
 				"Invalid update version 21 for feature metadata.version. Local controller 1 does not support this feature.", 0},
 			{"metadata.version 0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("metadata.version", 0, upgradeTypeSafeDowngrade)},
@@ -939,7 +941,7 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 				"Invalid update version 0 for feature group.version. The controller does not support the given upgrade type.", 1},
 			{"first failure wins", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("share.version", 1, upgradeTypeUpgrade)},
 				"Invalid update version 1 for feature share.version. Local controller 1 does not support this feature.", 0},
-			{"level 0 is already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("transaction.version", 0, upgradeTypeUnsafeDowngrade)}, "", 1},
+			{"finalized levels are already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("transaction.version", 1, upgradeTypeUnsafeDowngrade)}, "", 1},
 			{"level 0 upgrade at v0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("kraft.version", 0, upgradeTypeUpgrade)}, "", 0},
 		} {
 			if v < tc.minV {
@@ -974,9 +976,9 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 		}
 	}
 
-	// ApiVersions still advertises and finalizes nothing.
+	// ApiVersions still finalizes only transaction.version 1.
 	av := w.roundTrip(apiVersionsReq(4)).(*kmsg.ApiVersionsResponse)
-	if len(av.SupportedFeatures) != 0 || len(av.FinalizedFeatures) != 0 || av.FinalizedFeaturesEpoch != -1 {
-		t.Fatalf("features %+v", av)
+	if len(av.SupportedFeatures) != 1 || len(av.FinalizedFeatures) != 1 || av.FinalizedFeatures[0].MaxVersionLevel != 1 || av.FinalizedFeaturesEpoch != 0 {
+		t.Fatalf("features %+v %+v", av.SupportedFeatures, av.FinalizedFeatures)
 	}
 }

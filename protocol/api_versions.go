@@ -13,14 +13,21 @@ package protocol
 //     response header never carries the flexible tag byte.
 //   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's
 //     pattern, else INVALID_REQUEST with no API keys (ApiVersionsRequest.isValid).
-//   - No features are advertised (SupportedFeatures/FinalizedFeatures stay
-//     empty, FinalizedFeaturesEpoch -1): finalizing transaction.version or
-//     group.version would make Java clients use protocols we do not serve.
-//     Nor is metadata.version, which Kafka brokers report: it versions
-//     the KRaft metadata log and inter-broker protocols, which kcompatd
-//     does not have, and no client changes behaviour on it (it is shown by
-//     Admin.describeFeatures and kafka-features.sh only). UpdateFeatures
-//     (update_features.go) answers accordingly: nothing can be raised.
+//   - Features (v3+): exactly what is implemented, brokerFeatures below:
+//     transaction.version supported 1-1 and finalized at 1 (the classic
+//     transaction protocol, __transaction_state records in their flexible
+//     version). Level 2 (KIP-890 part 2: partitions added by Produce,
+//     epoch bumped by every EndTxn) is not finalized, so clients keep to
+//     AddPartitionsToTxn and EndTxn v4. group.version is not advertised
+//     (KIP-848 groups are not served), nor is metadata.version, which
+//     Kafka brokers report: it versions the KRaft metadata log and
+//     inter-broker protocols, which kcompatd does not have, and no client
+//     changes behaviour on it (it is shown by Admin.describeFeatures and
+//     kafka-features.sh only). Below v4 a supported feature whose min
+//     level is 0 is left out, as Kafka does (KAFKA-17492); a finalized
+//     level 0 is never listed. FinalizedFeaturesEpoch is 0: the levels
+//     never change. UpdateFeatures (update_features.go) agrees: only the
+//     finalized levels can be asked for.
 //
 // Version notes:
 //   - v1: ThrottleMillis
@@ -49,7 +56,39 @@ func handleApiVersions(s *Server, r *Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	resp.ApiKeys = s.advertised()
+	if r.Version >= 3 {
+		for _, name := range sortedFeatureNames() {
+			f := brokerFeatures[name]
+			if r.Version >= 4 || f.min != 0 {
+				resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: name, MinVersion: f.min, MaxVersion: f.max})
+			}
+			if f.finalized != 0 {
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: name, MinVersionLevel: f.finalized, MaxVersionLevel: f.finalized})
+			}
+		}
+		resp.FinalizedFeaturesEpoch = 0
+	}
 	return resp, nil
+}
+
+// featureLevels is one feature's supported levels and finalized level.
+type featureLevels struct{ min, max, finalized int16 }
+
+// brokerFeatures are the features advertised, with the levels implemented:
+// transaction.version 1 is the classic transaction protocol (KIP-890 part
+// 2 is level 2). A feature absent here is supported and finalized at 0
+// only.
+var brokerFeatures = map[string]featureLevels{
+	"transaction.version": {min: 1, max: 1, finalized: 1},
+}
+
+func sortedFeatureNames() []string {
+	names := make([]string, 0, len(brokerFeatures))
+	for n := range brokerFeatures {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // advertised is the ApiKeys list: the routing table, sorted by key.

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +33,27 @@ var (
 	errNoResponseAck = errors.New("protocol: handler sent no response to a request that expects one")
 )
 
+// errPeerEOF is the cause with which conn.pollCtx is cancelled when the
+// peer stops sending: it shut down its write side (a half-close) or
+// closed the connection, which a read cannot tell apart (or it sent a
+// size out of range, after which nothing more is read).
+var errPeerEOF = errors.New("protocol: the peer closed its side of the connection")
+
+// fetchKey is Fetch, the one request that ends its wait early, and still
+// answers, when the peer stops sending (conn.pollCtx).
+const fetchKey = 1
+
+// TCP keepalive on accepted connections, so that a peer that vanished
+// without a FIN or RST (a pulled cable, a suspended VM) is found and its
+// connection closed even while a request is in flight, when the idle
+// timeout does not apply: about 2.5 minutes (Go's defaults; Kafka turns
+// keepalive on with the system's, 2 hours on Linux).
+const (
+	keepAliveIdle     = 15 * time.Second
+	keepAliveInterval = 15 * time.Second
+	keepAliveCount    = 9
+)
+
 // readChunk is how much of a frame is allocated before its bytes arrive:
 // a client announcing 100 MiB and sending 10 bytes costs this much, not
 // 100 MiB. Larger frames grow by doubling as their bytes come in. It is
@@ -47,9 +69,23 @@ type conn struct {
 	log    zerolog.Logger
 	ctx    context.Context // cancelled when the connection ends or the server closes
 	cancel context.CancelFunc
+	// pollCtx is ctx, also cancelled with cause errPeerEOF once the peer
+	// stops sending. A Fetch long poll waits on it, so it answers early
+	// (with what it has) for a peer that went away; every other request
+	// runs on ctx and is answered, as requests already read from a
+	// half-closed peer must be.
+	pollCtx  context.Context
+	endPolls context.CancelCauseFunc
+	// reserved is the bytes of the frame being served that are counted
+	// in s.reqMem (serveLoop's; released by unreserve).
+	reserved int64
 	// frames carries request frames from the reader to the handler
-	// goroutine; unbuffered, so the reader is at most one frame ahead.
+	// goroutine. It holds one frame; queued holds a token for each frame
+	// read or being read and not yet taken by the handler, at most one, so
+	// the reader is at most one frame ahead, yet is reading the next size
+	// prefix (and so notices the peer going away) while that frame waits.
 	frames chan []byte
+	queued chan struct{}
 	wbuf   []byte // response buffer, reused between responses
 	// writev: the socket writes net.Buffers in one system call (TCP), so
 	// Fetch responses are written spliced (fetch_write.go). Elsewhere
@@ -58,10 +94,10 @@ type conn struct {
 	splice fetchSplicer
 
 	ip netip.Addr // the peer's, as counted in s.quotas
-	// active is when the connection last received bytes or began
-	// answering a request, in Unix nanoseconds of s.clock; inflight
-	// counts requests read but not yet answered. The idle sweeper reads
-	// both (limits.go).
+	// active is when the connection last received bytes, or began
+	// serving or answering a request, in Unix nanoseconds of s.clock;
+	// inflight counts requests being served and not yet answered (0 or
+	// 1). The idle sweeper reads both (limits.go).
 	active   atomic.Int64
 	inflight atomic.Int32
 	pending  bool // serveLoop's request is not yet answered (requestDone)
@@ -77,16 +113,26 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr) bool {
 		remote: nc.RemoteAddr(),
 		ctx:    ctx,
 		cancel: cancel,
-		frames: make(chan []byte),
+		frames: make(chan []byte, 1),
+		queued: make(chan struct{}, 1),
 		ip:     ip,
 	}
+	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
 	c.touch()
-	_, c.writev = nc.(*net.TCPConn)
+	if tc, ok := nc.(*net.TCPConn); ok {
+		c.writev = true
+		if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{
+			Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount,
+		}); err != nil {
+			s.log.Debug().Err(err).Msg("setting TCP keepalive failed")
+		}
+	}
 	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		cancel()
+		c.endPolls(nil)
 		return false
 	}
 	s.conns[c] = struct{}{}
@@ -109,44 +155,103 @@ func (c *conn) close() {
 	c.nc.Close()
 }
 
-// readLoop reads frames and hands them to serveLoop. After handing one
-// off it blocks reading the next size prefix, which is how a peer closing
-// the connection while a request is in flight is noticed.
+// readLoop reads frames and hands them to serveLoop. After queueing one
+// it blocks reading the next size prefix, which is how a peer closing
+// the connection while a request is in flight is noticed; it reads the
+// next body only once the handler has taken the queued frame.
+//
+// When the peer stops sending (end of stream, even mid-frame), or sends a
+// size out of range, the frames already read are still answered: the
+// loop ends, serveLoop serves what it was handed and then closes; only a
+// long-polling Fetch is told to answer early (pollCtx). Any other read
+// error (a reset, a keepalive timeout, our own close) cancels every
+// request of the connection.
 func (c *conn) readLoop() {
 	defer close(c.frames)
-	defer c.cancel()
 	br := bufio.NewReaderSize(activityReader{c}, 16<<10)
 	for {
-		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
+		frame, err := c.readRequest(br)
 		if err != nil {
-			if errors.Is(err, errFrameSize) {
+			switch {
+			case errors.Is(err, errFrameSize):
+				// Nothing after it can be framed: stop reading, and close
+				// once the requests before it are answered, as for a
+				// frame that does not decode.
 				c.log.Info().Err(err).Msg("closing connection")
-				c.nc.Close()
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
-				c.log.Debug().Err(err).Msg("connection read ended")
+				c.endPolls(errPeerEOF)
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+				c.endPolls(errPeerEOF)
+			default:
+				if !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+					c.log.Debug().Err(err).Msg("connection read ended")
+				}
+				c.cancel()
 			}
 			return
 		}
-		c.inflight.Add(1) // counted from now: a read request is not idle
-		select {
-		case c.frames <- frame:
-		case <-c.ctx.Done():
-			return
-		}
+		c.frames <- frame // never blocks: queued holds its token
+	}
+}
+
+// readRequest reads one frame, counted in s.reqMem from its size prefix
+// on (it may wait there for queued.max.request.bytes).
+func (c *conn) readRequest(br *bufio.Reader) ([]byte, error) {
+	n, err := readFrameSize(br, c.s.cfg.MaxRequestBytes)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case c.queued <- struct{}{}: // the frame before is taken
+	case <-c.ctx.Done():
+		return nil, c.ctx.Err()
+	}
+	if err := c.s.reqMem.acquire(c.ctx, int64(n)); err != nil {
+		<-c.queued
+		return nil, err
+	}
+	frame, err := readFrameBody(br, n)
+	if err != nil {
+		c.s.reqMem.release(int64(n))
+		<-c.queued
+		return nil, err
+	}
+	return frame, nil
+}
+
+// unreserve gives the serving frame's bytes back to s.reqMem, once its
+// handler is done with it; safe to call more than once.
+func (c *conn) unreserve() {
+	if c.reserved > 0 {
+		c.s.reqMem.release(c.reserved)
+		c.reserved = 0
 	}
 }
 
 // readFrame reads one size-prefixed frame. The size is checked before
 // anything is allocated, and the body buffer grows as bytes arrive.
 func readFrame(r io.Reader, max int32) ([]byte, error) {
+	n, err := readFrameSize(r, max)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, n)
+}
+
+// readFrameSize reads a frame's size prefix and checks it against max.
+func readFrameSize(r io.Reader, max int32) (int32, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n < 0 || n > max {
-		return nil, fmt.Errorf("%w: %d (max %d)", errFrameSize, n, max)
+		return 0, fmt.Errorf("%w: %d (max %d)", errFrameSize, n, max)
 	}
+	return n, nil
+}
+
+// readFrameBody reads a frame body of n bytes, allocating as they arrive.
+func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 	// A pooled buffer of the whole size is memory already held, so it
 	// can be taken on the peer's word; a new one grows with the bytes
 	// that arrive. Both keep power-of-two capacities so that a Produce
@@ -204,17 +309,30 @@ func releaseFrame(key int16, frame []byte) {
 func (c *conn) serveLoop() {
 	defer func() {
 		c.close()
+		c.unreserve()
 		// Let the reader finish: it exits on the closed socket.
-		for range c.frames {
+		for frame := range c.frames {
+			c.s.reqMem.release(int64(len(frame)))
 		}
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
 		c.s.quotas.release(c.ip)
+		if c.s.connDone != nil {
+			c.s.connDone()
+		}
 	}()
 	for frame := range c.frames {
+		<-c.queued // let the reader read the next body
+		// Counted from when it is served, not read: a frame read ahead
+		// behind a response the client does not read must not keep the
+		// connection from idling out. Touch first: see closeIdle.
+		c.touch()
+		c.inflight.Add(1)
 		c.pending = true
+		c.reserved = int64(len(frame))
 		err := c.serveRecovered(frame)
+		c.unreserve()   // if serving ended before the handler returned
 		c.requestDone() // if no response was written
 		if err != nil {
 			if c.ctx.Err() == nil {
@@ -358,8 +476,12 @@ func (c *conn) serve(frame []byte) error {
 		return err
 	}
 
+	ctx := c.ctx
+	if h.key == fetchKey {
+		ctx = c.pollCtx
+	}
 	r := &Request{
-		Ctx:           c.ctx,
+		Ctx:           ctx,
 		Version:       h.version,
 		CorrelationID: h.correlation,
 		ClientID:      h.clientID,
@@ -367,6 +489,7 @@ func (c *conn) serve(frame []byte) error {
 		Body:          req,
 	}
 	resp, err := c.call(a, r)
+	c.unreserve() // the handler is done; the response need not hold the pool
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ package protocol
 //     (-1 when the file system cannot tell).
 //   - Topics are sorted by name and partitions by index (Kafka's order
 //     comes from a hash map, which clients do not rely on).
+//   - A dir taken offline by an I/O error answers KAFKA_STORAGE_ERROR
+//     in its result, with no topics and sizes -1.
 //
 // Version notes:
 //   - v1: no schema change (throttle)
@@ -26,6 +28,7 @@ package protocol
 import (
 	"path/filepath"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
@@ -58,6 +61,13 @@ func handleDescribeLogDirs(s *Server, r *Request) (kmsg.Response, error) {
 	}
 	res := kmsg.NewDescribeLogDirsResponseDir()
 	res.Dir = dir
+	if s.store.Offline() != nil {
+		// An I/O error took the dir offline: Kafka's describeLogDirs
+		// answers KAFKA_STORAGE_ERROR for it, without topics or sizes.
+		res.ErrorCode = kerr.KafkaStorageError.Code
+		resp.Dirs = []kmsg.DescribeLogDirsResponseDir{res}
+		return resp, nil
+	}
 	res.TotalBytes, res.UsableBytes = s.store.VolumeBytes()
 	var topics []*partition.Topic
 	if wanted == nil {

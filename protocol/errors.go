@@ -30,6 +30,10 @@ var errorMapping = []struct {
 	// makes clients refresh metadata.
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
 	{partition.ErrCorruptBatch, kerr.CorruptMessage},
+	{partition.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{partition.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{partition.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{partition.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 
 	{recordbatch.ErrTruncated, kerr.CorruptMessage},
 	{recordbatch.ErrBadLength, kerr.CorruptMessage},

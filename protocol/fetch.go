@@ -52,9 +52,8 @@ package protocol
 // LastFetchedEpoch is checked against the one leader epoch a single broker
 // has, not an epoch history.
 //
-// Not yet: aborted transactions (needs a partition API over the
-// .txnindex); read_committed gets the empty list Kafka sends when none
-// overlap.
+// read_committed gets the aborted transactions of the returned range from
+// the partition's .txnindex (an empty list when none overlap).
 
 import (
 	"context"
@@ -331,7 +330,10 @@ func (s *Server) fetchLongPoll(ctx context.Context, p *fetchParams, targets []fe
 		}
 		switch outcome, i := waitAny(ctx, timer.C(), waits); outcome {
 		case waitCtx:
-			return nil, ctx.Err()
+			if context.Cause(ctx) != errPeerEOF {
+				return nil, ctx.Err()
+			}
+			expired = true // the peer stopped sending: answer with what there is (conn.go)
 		case waitTimer:
 			expired = true // read once more and answer, as Kafka's onExpiration does
 		case waitAppend:
@@ -507,11 +509,41 @@ func (s *Server) readFetchPartition(p *fetchParams, t *fetchTarget, maxBytes int
 	}
 	if p.isolation == readCommitted {
 		rp.RecordBatches = batchesBelow(rp.RecordBatches, rr.LastStableOffset)
-		// No aborted transactions until the transaction index exists;
-		// read_committed gets the empty list Kafka sends when none overlap.
 		rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		// The aborted transactions overlapping [fetch offset, end of the
+		// returned batches), from the .txnindex (LocalLog.read with
+		// includeAbortedTxns).
+		if al, ok := t.log.(abortedLister); ok && len(rp.RecordBatches) > 0 {
+			for _, a := range al.AbortedTransactions(t.req.fetchOffset, endOffsetOf(rp.RecordBatches)) {
+				rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{
+					ProducerID: a.ProducerID, FirstOffset: a.FirstOffset,
+				})
+			}
+		}
 	}
 	return rp
+}
+
+// abortedLister is a fetchLog with an aborted-transaction index.
+type abortedLister interface {
+	AbortedTransactions(from, upTo int64) []partition.AbortedTxn
+}
+
+var _ abortedLister = (*partition.Log)(nil)
+
+// endOffsetOf is the offset after the last whole batch of records (only
+// headers are read).
+func endOffsetOf(records []byte) int64 {
+	end := int64(-1)
+	for pos := 0; len(records)-pos >= 27; {
+		n := int(int32(binary.BigEndian.Uint32(records[pos+8:])))
+		if n < 0 || n > len(records)-pos-12 {
+			break
+		}
+		end = int64(binary.BigEndian.Uint64(records[pos:])) + int64(int32(binary.BigEndian.Uint32(records[pos+23:]))) + 1
+		pos += 12 + n
+	}
+	return end
 }
 
 // leaderErrorPartition answers FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH or

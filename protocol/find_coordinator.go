@@ -7,12 +7,11 @@ package protocol
 //     creates __consumer_offsets (offsets.topic.num.partitions partitions,
 //     cleanup.policy=compact), as Kafka does; if that fails the key gets
 //     COORDINATOR_NOT_AVAILABLE.
-//   - Key type 1 (transaction): there is no transaction coordinator yet.
-//     Deliberate difference: INVALID_REQUEST with a message saying so, not
-//     the retriable COORDINATOR_NOT_AVAILABLE, so a transactional producer
-//     fails at once with that message instead of retrying until its
-//     timeout; nor does it get pointed at a coordinator that would refuse
-//     it.
+//   - Key type 1 (transaction): this node, for every transactional id.
+//     The first lookup creates __transaction_state
+//     (transaction.state.log.num.partitions partitions,
+//     cleanup.policy=compact), as Kafka does; if that fails the key gets
+//     COORDINATOR_NOT_AVAILABLE.
 //   - Key type 2 (share, v6+) and unknown types: INVALID_REQUEST (share
 //     groups are not served).
 //
@@ -72,7 +71,12 @@ func (s *Server) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorR
 			return fail(kerr.CoordinatorNotAvailable, "The coordinator is not available.")
 		}
 	case coordinatorTransaction:
-		return fail(kerr.InvalidRequest, "kcompatd has no transaction coordinator yet: transactions are not supported.")
+		if s.txns == nil {
+			return fail(kerr.CoordinatorNotAvailable, "The transaction coordinator is not available.")
+		}
+		if _, err := s.txns.EnsureTxnTopic(); err != nil {
+			return fail(kerr.CoordinatorNotAvailable, "The coordinator is not available.")
+		}
 	default:
 		return fail(kerr.InvalidRequest, "Unsupported key type.")
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzRequestFrame feeds arbitrary bytes through the request path up to
-// the handler: size prefix (readFrame, with a small limit), header
+// the handler (FuzzServerRequests goes on through a live server): size prefix (readFrame, with a small limit), header
 // (parseHeader, skipTags) and body (kmsg decode) against the served table.
 //
 // Invariants: it never panics; readFrame never returns more bytes than the
@@ -49,6 +49,9 @@ func FuzzRequestFrame(f *testing.F) {
 		d.TopicNames = []string{"t"}
 		d.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: &id}}
 		seed(d, v)
+	}
+	for _, s := range serverFuzzSeeds(f) { // FuzzServerRequests' seeds: more APIs, codecs and nasty frames
+		f.Add(s.data)
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0, 0, 0, 10, 0, 18, 0, 9, 0, 0, 0, 1, 0xff, 0xff})

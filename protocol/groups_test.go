@@ -117,7 +117,10 @@ func checkFindCoordinatorVersion(t *testing.T, _ *testBroker, _ *wire, v int16) 
 		if v >= 4 {
 			code = resp.Coordinators[0].ErrorCode
 		}
-		expectErr(t, "transaction key", code, kerr.InvalidRequest)
+		expectErr(t, "transaction key", code, nil)
+		if tp := b.store.Topic(coordinator.TxnTopic); tp == nil || tp.Config.CleanupPolicy != "compact" {
+			t.Fatalf("__transaction_state not created as expected: %+v", tp)
+		}
 	}
 }
 

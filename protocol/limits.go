@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,7 +32,9 @@ import (
 //     activity; with Kafka's bounds on fetch.max.wait.ms the two agree. A
 //     response the client does not read counts as idle from when its
 //     write began, so a client that stops reading is closed too (a single
-//     response taking longer than the timeout to drain is cut short).
+//     response taking longer than the timeout to drain is cut short); a
+//     request read ahead behind it does not count as being served.
+//   - queued.max.request.bytes: see requestMemory.
 
 // ConnectionLimits bounds the connections a server holds. Values are
 // taken as given (zero is meaningful for each); start from
@@ -290,3 +293,85 @@ func (s *Server) closeIdle(now time.Time) (next time.Time, closed int, ok bool) 
 	}
 	return time.Unix(0, nextNs), closed, true
 }
+
+// requestMemory bounds the bytes of request frames held across all
+// connections: read (or being read) and not yet handled. It is Kafka's
+// queued.max.request.bytes memory pool: when the pool is spent, readers
+// wait before reading the next frame's body until a handled request
+// gives its bytes back (Kafka mutes every channel while its pool is out of
+// memory). As in Kafka's non-strict pool, a frame is admitted whenever
+// any memory is left, so the bound is limit plus one frame
+// (socket.request.max.bytes), and a frame larger than the whole pool is
+// still served.
+//
+// A frame's bytes are counted from its size prefix, before they arrive,
+// so that frames being read can never deadlock the pool by each holding
+// part of what it needs; and released when its handler returns, before
+// its response is written, so that a client that never reads its
+// responses holds at most the one frame its reader has read ahead.
+type requestMemory struct {
+	limit int64 // <= 0: unbounded, only counted
+	used  atomic.Int64
+
+	mu sync.Mutex
+	// freed is closed when bytes are released, waking every waiting
+	// reader; made only when one waits.
+	freed chan struct{}
+	// waiting is called each time a reader starts waiting (tests).
+	waiting func()
+	log     zerolog.Logger
+}
+
+func newRequestMemory(limit int64, log zerolog.Logger) *requestMemory {
+	return &requestMemory{limit: limit, log: log}
+}
+
+// acquire counts n bytes, first waiting while the pool is spent, until
+// bytes are released or ctx ends (returning ctx's error).
+func (m *requestMemory) acquire(ctx context.Context, n int64) error {
+	if m.limit <= 0 {
+		m.used.Add(n)
+		return nil
+	}
+	m.mu.Lock()
+	for logged := false; m.used.Load() >= m.limit; logged = true {
+		if !logged {
+			m.log.Debug().Int64("queued_max_request_bytes", m.limit).Int64("frame_bytes", n).
+				Msg("queued.max.request.bytes reached; reading waits until a request is handled")
+		}
+		if m.freed == nil {
+			m.freed = make(chan struct{})
+		}
+		freed, waiting := m.freed, m.waiting
+		m.mu.Unlock()
+		if waiting != nil {
+			waiting()
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		m.mu.Lock()
+	}
+	m.used.Add(n)
+	m.mu.Unlock()
+	return nil
+}
+
+// release gives back n bytes from acquire.
+func (m *requestMemory) release(n int64) {
+	m.used.Add(-n)
+	if m.limit <= 0 {
+		return
+	}
+	m.mu.Lock()
+	if m.freed != nil {
+		close(m.freed)
+		m.freed = nil
+	}
+	m.mu.Unlock()
+}
+
+// inUse is the bytes counted now.
+func (m *requestMemory) inUse() int64 { return m.used.Load() }

@@ -83,6 +83,10 @@ func handleListOffsets(s *Server, r *Request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case topic == nil || rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case topic.Partitions[rp.Partition].Offline() != nil:
+				// The log dir is offline (Kafka: the partition is
+				// HostedPartition.Offline).
+				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case r.Version == 0:
 				s.listOffsetsV0(topic.Partitions[rp.Partition], &rp, &sp)
 			default:

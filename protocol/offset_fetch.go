@@ -6,9 +6,10 @@ package protocol
 // (offset -1, leader epoch -1 and empty metadata for one without a commit,
 // or for a group we do not have), or, with null topics (v2+), every
 // committed offset of the group. v8+ ask for several groups at once and
-// answer per group. RequireStable (v7+) would wait out pending
-// transactional commits with UNSTABLE_OFFSET_COMMIT; there are no
-// transactional commits yet, so nothing is ever pending.
+// answer per group. RequireStable (v7+; consumers reading read_committed
+// set it) answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition an
+// open transaction holds an offset for (TxnOffsetCommit), which the
+// consumer retries; without it the committed offset is returned.
 //
 // Version notes:
 //   - v1: no schema change (offsets from __consumer_offsets, as all are)
@@ -47,7 +48,7 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 			}
 		}
-		res, code := s.fetchOffsets(r, req.Group, topics)
+		res, code := s.fetchOffsets(r, req.Group, topics, r.Version >= 7 && req.RequireStable)
 		if code != 0 && r.Version < 2 {
 			// v0-1 have no top-level code: every partition carries it.
 			for i := range res {
@@ -80,7 +81,7 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 			}
 		}
-		res, code := s.fetchOffsets(r, g.Group, topics)
+		res, code := s.fetchOffsets(r, g.Group, topics, req.RequireStable)
 		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, Topics: res, ErrorCode: code})
 	}
 	return resp, nil
@@ -88,7 +89,7 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 
 // fetchOffsets answers one group in the v8 shape, topics and partitions in
 // request order (sorted when all were asked for with nil topics).
-func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
 	if s.groups == nil {
 		return s.noOffsets(topics), coordinatorNotAvailable
 	}
@@ -99,7 +100,7 @@ func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic) ([]
 			ask[t.topic] = append(ask[t.topic], t.partitions...)
 		}
 	}
-	offsets, code := s.groups.FetchOffsets(r.Ctx, group, ask)
+	offsets, code := s.groups.FetchOffsetsStable(r.Ctx, group, ask, requireStable)
 	if code != 0 {
 		return s.noOffsets(topics), code
 	}
@@ -140,6 +141,7 @@ func offsetPartition(o coordinator.Offset) kmsg.OffsetFetchResponseGroupTopicPar
 		Offset:      o.Offset,
 		LeaderEpoch: o.LeaderEpoch,
 		Metadata:    &meta,
+		ErrorCode:   o.ErrorCode,
 	}
 }
 

@@ -31,15 +31,16 @@ package protocol
 //   - compression.type other than producer recompresses the batch into the
 //     topic's codec, as Kafka does; LogAppendTime topics get their
 //     timestamps stamped by partition.Log.Append.
-//   - Transactions are not served yet (no transaction coordinator, and
-//     AddPartitionsToTxn is not advertised), so a transactional batch gets
-//     INVALID_TXN_STATE, the answer Kafka's transaction verification gives
-//     for a partition not in an ongoing transaction. Idempotent batches
-//     (producer id >= 0, not transactional) are appended as Kafka appends
-//     the first batch of a producer it has no state for. There is no
-//     producer state yet, so sequences and epochs are not checked and
-//     duplicates are not detected; no stock client can send such a batch
-//     while InitProducerId is not advertised (the idempotence issue).
+//   - A transactional batch is first verified with the transaction
+//     coordinator (Config.VerifyTxnPartition, Kafka 3.6+'s verification):
+//     its error code is the partition's answer; without a coordinator it
+//     is INVALID_TXN_STATE.
+//   - Batches with a producer id go through the partition's producer
+//     state (partition/producer_state.go): a duplicate of one of the
+//     producer's last five batches is answered with the original's base
+//     offset (and its timestamp as LogAppendTime) and writes nothing;
+//     otherwise OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or
+//     INVALID_TXN_STATE as Kafka's ProducerAppendInfo, with its message.
 //   - acks=0: no response; if any partition failed, the connection is
 //     closed instead, as Kafka does, so the producer notices and refreshes
 //     its metadata. acks=1 and -1 answer once appended (one broker).
@@ -143,7 +144,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 			if last[key(rt, rp.Partition)] != [2]int{ti, pi} {
 				continue
 			}
-			sp := s.producePartition(r, validAcks, topic, rp)
+			sp := s.producePartition(r, req.TransactionID, validAcks, topic, rp)
 			if sp.ErrorCode != 0 {
 				failed = true
 			}
@@ -184,7 +185,7 @@ func produceError(part int32, code int16) kmsg.ProduceResponseTopicPartition {
 }
 
 // producePartition validates and appends one partition's batch.
-func (s *Server) producePartition(r *Request, validAcks bool, topic *partition.Topic, rp *kmsg.ProduceRequestTopicPartition,
+func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, topic *partition.Topic, rp *kmsg.ProduceRequestTopicPartition,
 ) kmsg.ProduceResponseTopicPartition {
 	version := r.Version
 	fail := func(code int16) kmsg.ProduceResponseTopicPartition { return produceError(rp.Partition, code) }
@@ -213,11 +214,22 @@ func (s *Server) producePartition(r *Request, validAcks bool, topic *partition.T
 	h := recordbatch.Header(batch)
 	cfg := topic.Config
 
-	if h.Transactional() { // Kafka verifies the transaction before appending
-		sp := fail(kerr.InvalidTxnState.Code)
-		msg := "transactions are not supported by this broker yet (no transaction coordinator)"
-		sp.ErrorMessage = &msg
-		return sp
+	if h.Transactional() && len(batch) >= recordbatch.HeaderSize {
+		// Kafka verifies with the transaction coordinator that the
+		// partition is part of the producer's ongoing transaction before
+		// appending (KIP-890 part 1).
+		code := kerr.InvalidTxnState.Code
+		if verify := s.cfg.VerifyTxnPartition; verify != nil && txnID != nil {
+			code = verify(*txnID, h.ProducerID(), h.ProducerEpoch(), topic.Name, rp.Partition)
+		}
+		if code == kerr.TransactionAbortable.Code && version < 11 {
+			// TRANSACTION_ABORTABLE is new in Produce v11 (KIP-890);
+			// older clients get INVALID_TXN_STATE, as Kafka answers them.
+			code = kerr.InvalidTxnState.Code
+		}
+		if code != 0 {
+			return fail(code)
+		}
 	}
 
 	// UnifiedLog's order: base offset, CRC, then max.message.bytes, all
@@ -273,6 +285,9 @@ func (s *Server) producePartition(r *Request, validAcks bool, topic *partition.T
 	}
 	sp := kmsg.NewProduceResponseTopicPartition()
 	sp.Partition = rp.Partition
+	// A duplicate of one of the producer's last five batches gets the
+	// original's base offset, its timestamp as the log append time, and
+	// nothing is written (UnifiedLog.append).
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset

@@ -211,7 +211,9 @@ func TestProduceTransactional(t *testing.T) {
 		t.Fatalf("without transactional id: error %d", sp.ErrorCode)
 	}
 	req.TransactionID = strp("tx")
-	if sp := onlyProducePartition(t, w.roundTrip(req)); sp.ErrorCode != kerr.InvalidTxnState.Code {
+	// The transaction coordinator does not know "tx" (Kafka's
+	// verification answers INVALID_PRODUCER_ID_MAPPING).
+	if sp := onlyProducePartition(t, w.roundTrip(req)); sp.ErrorCode != kerr.InvalidProducerIDMapping.Code {
 		t.Fatalf("with transactional id: error %d", sp.ErrorCode)
 	}
 	// Idempotent, not transactional: appended.

@@ -8,13 +8,30 @@
 // socket's read side, and a handler goroutine, which serves one request at a
 // time and writes its response before taking the next one, as Kafka does by
 // muting a channel while a request is in flight. The reader stays at most one
-// frame ahead of the handler, so a connection holds at most two request
-// frames; and while it waits for the handler it notices the peer closing
-// the connection (a read of the next size prefix fails) and cancels the
-// request context, so a long-polling Fetch ends early.
+// frame ahead of the handler; while it waits for the handler it notices the
+// peer going away (a read of the next size prefix fails).
+//
+// Memory one connection holds: at most two request frames (the one served
+// and the one read ahead, each at most Config.MaxRequestBytes), a 16 KiB
+// read buffer, and one response being written (a Fetch response at most
+// fetch.max.bytes, 55 MiB, of record bytes; the encode buffer is kept
+// between responses only up to 1 MiB). Across connections, request frames
+// read and not yet handled are bounded by queued.max.request.bytes
+// (requestMemory, limits.go): past it, readers wait before reading the next
+// body. A client that never reads its responses holds its one response and
+// one frame read ahead until connections.max.idle.ms closes it.
+//
+// Peer going away: at the end of stream (the peer shut down its write
+// side, or closed: a read cannot tell them apart) the requests already
+// read are still handled and answered, a long-polling Fetch answering at
+// once with what it has, and then the connection is closed. A reset or
+// other read error cancels every request of the connection. Accepted TCP
+// connections have keepalive on (conn.go), so a peer that vanished without
+// a FIN is found in minutes even while a request is in flight.
 //
 // What closes a connection (and only that connection): a frame size below 0
-// or above Config.MaxRequestBytes, a truncated frame, an unknown API key, a
+// or above Config.MaxRequestBytes (after the requests before it are
+// answered), a truncated frame, an unknown API key, a
 // version this server does not serve (except ApiVersions, which gets Kafka's
 // UNSUPPORTED_VERSION answer), a body that does not decode, a handler
 // returning a Go error, a panic inside a handler (recovered and logged),
@@ -95,12 +112,34 @@ type Config struct {
 	// Connections bounds connections: max.connections, per IP, idle
 	// timeout (limits.go). Nil: DefaultConnectionLimits.
 	Connections *ConnectionLimits
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// request frames read and not yet handled, across all connections,
+	// beyond which reading waits (requestMemory in limits.go). Kafka's
+	// default is -1, unbounded; ours is DefaultQueuedMaxRequestBytes,
+	// which zero also means. Negative: unbounded.
+	QueuedMaxRequestBytes int64
+	// VerifyTxnPartition is the transaction coordinator's answer to
+	// "is this partition part of the producer's ongoing transaction?",
+	// asked before a transactional batch is appended (Kafka 3.6+'s
+	// transaction verification, KIP-890 part 1): 0 when it is, else the
+	// error code to answer the partition with. Nil: no transaction
+	// coordinator, and transactional batches fail with INVALID_TXN_STATE.
+	VerifyTxnPartition func(transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) int16
+	// Txns is the transaction coordinator, owned by the caller. Nil:
+	// NewServer starts one with coordinator.DefaultTxnConfig over the
+	// store, which Close stops, and VerifyTxnPartition (if nil) is its
+	// check.
+	Txns *coordinator.TxnCoordinator
 }
 
 // Defaults for Config's zero fields.
 const (
 	DefaultMaxRequestBytes      = 100 << 20 // socket.request.max.bytes
 	DefaultMaxDecompressedBytes = 64 << 20
+	// DefaultQueuedMaxRequestBytes bounds request memory where Kafka
+	// does not: with socket.request.max.bytes, at most 356 MiB of request
+	// frames are held however many clients send at once.
+	DefaultQueuedMaxRequestBytes = 256 << 20
 )
 
 // DefaultConfig returns Kafka's defaults for the settings in Config.
@@ -114,6 +153,7 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: 1,
 		DeleteTopicEnable:        true,
 		MaxDecompressedBytes:     DefaultMaxDecompressedBytes,
+		QueuedMaxRequestBytes:    DefaultQueuedMaxRequestBytes,
 
 		MessageTimestampBeforeMaxMs: math.MaxInt64,
 		MessageTimestampAfterMaxMs:  math.MaxInt64,
@@ -132,6 +172,11 @@ type Server struct {
 	// COORDINATOR_NOT_AVAILABLE.
 	groups    *coordinator.Coordinator
 	ownGroups bool // groups was started by NewServer; Close stops it
+	// txns is the transaction coordinator; nil only without a store or
+	// if starting our own failed (transaction APIs then answer
+	// COORDINATOR_NOT_AVAILABLE).
+	txns    *coordinator.TxnCoordinator
+	ownTxns bool // txns was started by NewServer; Close stops it
 
 	// table is apis capped by cfg.Versions: what is advertised and served.
 	table map[int16]api
@@ -149,9 +194,14 @@ type Server struct {
 	// with the number of connections it closed, once its next timer is
 	// armed (tests).
 	swept func(closed int)
+	// connDone, if set before serving, is called once a connection has
+	// ended and given back everything it held (tests).
+	connDone func()
 
 	// quotas counts connections against max.connections and per IP.
 	quotas *connQuotas
+	// reqMem counts request frames against queued.max.request.bytes.
+	reqMem *requestMemory
 	// idle is connections.max.idle.ms; negative: never.
 	idle time.Duration
 
@@ -183,6 +233,9 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
 	limits := DefaultConnectionLimits()
 	if cfg.Connections != nil {
 		limits = *cfg.Connections
@@ -199,6 +252,7 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		quotas:    newConnQuotas(limits),
+		reqMem:    newRequestMemory(cfg.QueuedMaxRequestBytes, cfg.Logger),
 		idle:      limits.idleTimeout(),
 	}
 	s.quotas.log = cfg.Logger
@@ -212,6 +266,20 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 			s.log.Error().Err(err).Msg("starting the group coordinator failed")
 		} else {
 			s.groups, s.ownGroups = g, true
+		}
+	}
+	s.txns = cfg.Txns
+	if s.txns == nil && store != nil {
+		tc := coordinator.DefaultTxnConfig()
+		tc.Clock, tc.Logger = cfg.Clock, cfg.Logger
+		txns, err := coordinator.NewTxnCoordinator(tc, store, s.groups)
+		if err != nil {
+			s.log.Error().Err(err).Msg("starting the transaction coordinator failed")
+		} else {
+			s.txns, s.ownTxns = txns, true
+			if s.cfg.VerifyTxnPartition == nil {
+				s.cfg.VerifyTxnPartition = txns.VerifyProducePartition
+			}
 		}
 	}
 	return s
@@ -350,6 +418,9 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	if s.ownTxns { // before the groups: it completes their transactional offsets
+		s.txns.Close()
+	}
 	if s.ownGroups {
 		s.groups.Close()
 	}

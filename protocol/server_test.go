@@ -225,8 +225,13 @@ func TestApiVersionsAdvertisesTable(t *testing.T) {
 			t.Errorf("key %d advertised but not registered", k)
 		}
 	}
-	if len(resp.SupportedFeatures) != 0 || len(resp.FinalizedFeatures) != 0 || resp.FinalizedFeaturesEpoch != -1 {
-		t.Errorf("features advertised: %+v", resp)
+	// transaction.version 1 only: the classic transaction protocol.
+	if len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].Name != "transaction.version" ||
+		resp.SupportedFeatures[0].MinVersion != 1 || resp.SupportedFeatures[0].MaxVersion != 1 ||
+		len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
+		resp.FinalizedFeatures[0].MinVersionLevel != 1 || resp.FinalizedFeatures[0].MaxVersionLevel != 1 ||
+		resp.FinalizedFeaturesEpoch != 0 {
+		t.Errorf("features advertised: %+v %+v %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 	}
 }
 
@@ -538,25 +543,23 @@ func TestAcceptBacksOffOnTemporaryErrors(t *testing.T) {
 	}
 }
 
-// TestPeerCloseCancelsHandler checks that a handler blocked on r.Ctx (a
-// long-polling Fetch) is released when the client goes away.
+// TestPeerCloseCancelsHandler checks that a long-polling Fetch blocked on
+// r.Ctx is released when the client goes away (conn.pollCtx).
 func TestPeerCloseCancelsHandler(t *testing.T) {
 	entered := make(chan struct{})
 	released := make(chan struct{})
 	b := startBrokerPrep(t, nil, func(s *Server) {
-		a := s.table[3]
+		a := s.table[fetchKey]
 		a.handle = func(_ *Server, r *Request) (kmsg.Response, error) {
 			close(entered)
 			<-r.Ctx.Done()
 			close(released)
 			return nil, r.Ctx.Err()
 		}
-		s.table[3] = a
+		s.table[fetchKey] = a
 	})
 	w := dialWire(t, b.addr)
-	m := kmsg.NewPtrMetadataRequest()
-	m.SetVersion(12)
-	w.send(m)
+	w.send(longPollFetch("t", 0))
 	<-entered
 	w.nc.Close()
 	select {

@@ -4,18 +4,20 @@ package protocol
 //
 // Behavior (Kafka's QuorumController.updateFeatures and
 // FeatureControlManager.updateFeature, KIP-584 and KIP-778):
-//   - kcompatd supports no feature level above 0 and finalizes none (see
-//     api_versions.go), so no update can raise anything. Each update is
-//     checked in request order as Kafka's controller does, and the first
-//     failure fails the whole request with INVALID_UPDATE_VERSION:
-//     an upgrade type other than 1 (upgrade), 2 (safe downgrade), 3 (unsafe
-//     downgrade); a level below 0; a level above 0 ("Local controller N does
-//     not support this feature."); metadata.version at 0 (an unknown
-//     metadata.version); a feature name Kafka does not know ("Feature X not
-//     found.").
-//   - What is left, level 0 of a feature Kafka knows (transaction.version,
-//     group.version, ...), asks for what is already true: nothing is
-//     finalized. It succeeds and changes nothing, as in Kafka.
+//   - kcompatd supports exactly the finalized levels of api_versions.go's
+//     brokerFeatures (transaction.version 1) and level 0 of every other
+//     feature, so no update can change anything. Each update is checked
+//     in request order as Kafka's controller does, and the first failure
+//     fails the whole request with INVALID_UPDATE_VERSION: an upgrade
+//     type other than 1 (upgrade), 2 (safe downgrade), 3 (unsafe
+//     downgrade); a level below 0; a level outside the supported range
+//     ("Local controller N does not support this feature." when only 0 is
+//     supported, else "Local controller N only supports versions 1");
+//     metadata.version at 0 (an unknown metadata.version); a feature name
+//     Kafka does not know ("Feature X not found.").
+//   - What is left, the finalized level of a feature Kafka knows
+//     (transaction.version 1, group.version 0, ...), asks for what is
+//     already true. It succeeds and changes nothing, as in Kafka.
 //   - v0 has AllowDowngrade instead of UpgradeType: true is a safe
 //     downgrade (Kafka's UpdateFeaturesRequest.getFeature).
 //   - On failure the top-level error carries Kafka's "The update failed for
@@ -93,6 +95,13 @@ func (s *Server) checkFeatureUpdate(name string, level int16, upgradeType int8) 
 		return invalid("The controller does not support the given upgrade type.")
 	case level < 0:
 		return invalid("A feature version cannot be less than 0.")
+	case brokerFeatures[name] != (featureLevels{}):
+		if f := brokerFeatures[name]; level < f.min || level > f.max {
+			if f.min == f.max {
+				return invalid(fmt.Sprintf("Local controller %d only supports versions %d", s.cfg.NodeID, f.min))
+			}
+			return invalid(fmt.Sprintf("Local controller %d only supports versions %d-%d", s.cfg.NodeID, f.min, f.max))
+		}
 	case level > 0:
 		return invalid(fmt.Sprintf("Local controller %d does not support this feature.", s.cfg.NodeID))
 	case name == "metadata.version":

@@ -46,6 +46,7 @@ func run(args []string) int {
 	checkConfig := flags.Bool("check-config", false, "check the configuration, print the effective properties and exit")
 	logLevel := flags.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := flags.String("log-format", "auto", "log `format`: console, json, or auto (console on a terminal, else JSON)")
+	debugAddr := flags.String("debug-addr", "", "serve Go's runtime profiles (net/http/pprof) on `ADDR`, a loopback host:port; off by default")
 	flags.Usage = func() {
 		fmt.Fprintf(flags.Output(), "usage: kcompatd [server.properties] [--config FILE] [-c key=value]... [--check-config]\n")
 		flags.PrintDefaults()
@@ -110,6 +111,15 @@ func run(args []string) int {
 	// Signals are caught before the broker starts, so that none is lost.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+
+	if *debugAddr != "" {
+		srv, err := startDebug(*debugAddr, log)
+		if err != nil {
+			log.Error().Err(err).Msg("cannot start debug listener")
+			return exitUsage
+		}
+		defer srv.Close()
+	}
 
 	broker, err := kcompatd.New(cfg, log)
 	if err != nil {

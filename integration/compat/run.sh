@@ -9,16 +9,17 @@
 # Environment (all optional):
 #   COMPAT_ONLY            clients to run, space separated
 #                          (kafka-python kafka-python-0.11 confluent-kafka
-#                          confluent-admin kafkajs java java-admin;
+#                          confluent-admin kafkajs java java-admin
+#                          kafka-python-next confluent-kafka-next kafkajs-next
+#                          java-next;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
 #                          kafka-python-0.11 pins the oldest request versions
 #                          Kafka 4 still serves: Produce v3, Fetch v5, Metadata v4;
-#                          and the *-next ones below)
-#   COMPAT_NEXT            1 adds the next slice: kafka-python-next
-#                          confluent-kafka-next kafkajs-next java-next (consumer
-#                          groups with commits, idempotent producers, and for
-#                          Java transactions with read_committed)
+#                          the *-next ones run idempotent producers, consumer
+#                          groups with commits, and transactions (committed,
+#                          aborted, offsets sent to a transaction) read with
+#                          read_committed and read_uncommitted)
 #   COMPAT_AGAINST         "kafka" runs the same clients against Apache Kafka
 #                          (oracle/pom.xml, one KRaft node on 127.0.0.1)
 #                          instead of kcompatd: what passes there is what
@@ -37,14 +38,10 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin"
-# Consumer groups, idempotence and transactions: beyond the first slice.
+# Consumer groups, idempotence and transactions.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
-if [ "${COMPAT_NEXT:-0}" = 1 ]; then
-  CLIENTS=${COMPAT_ONLY:-$ALL_CLIENTS}
-else
-  CLIENTS=${COMPAT_ONLY:-$FIRST_SLICE}
-fi
+CLIENTS=${COMPAT_ONLY:-$ALL_CLIENTS}
 CLIENT_TIMEOUT=${COMPAT_CLIENT_TIMEOUT:-180}
 INSTALL_TIMEOUT=${COMPAT_INSTALL_TIMEOUT:-900}
 PYTHON=${PYTHON:-python3}

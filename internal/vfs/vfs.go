@@ -101,6 +101,20 @@ func (OS) Lock(name string) (io.Closer, error) {
 // either its old contents or data, never a mix: write a temp file, fsync it,
 // rename it over name, fsync the directory.
 func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	if err := WriteFileReplace(fsys, name, data); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(name))
+}
+
+// WriteFileReplace is WriteFileAtomic without the directory fsync: the
+// file holds its old contents or data, never a mix, but the rename is
+// durable only with the directory's next fsync. For files that a log
+// writes while it may be rolling segments: a directory fsync makes every
+// entry in it durable, and one that runs ahead of the log's own flush
+// would make durable a new segment whose predecessor's data is not, a
+// hole in the offsets after a power cut.
+func WriteFileReplace(fsys FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -117,8 +131,5 @@ func WriteFileAtomic(fsys FS, name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(name))
+	return fsys.Rename(tmp, name)
 }

@@ -1,4 +1,6 @@
-"""confluent-kafka (librdkafka), next slice: idempotent producer, consumer group with commits.
+"""confluent-kafka (librdkafka), next slice: idempotent producer, consumer group with commits,
+transactions (committed, aborted, offsets sent to a transaction) read with read_committed and
+read_uncommitted.
 
 Usage: confluent_next.py BOOTSTRAP TOPIC. Exit 0 on success.
 """
@@ -79,6 +81,91 @@ def produce(bootstrap, topic, idempotent):
             raise RuntimeError("record %d: err=%s at %d/%d" % (i, err, p, off))
 
 
+def read_all(bootstrap, topic, isolation, want):
+    """Read every partition of topic from the start with an assigned consumer at the given
+    isolation level until want records arrived and 2 s more passed; return the values in
+    (partition, offset) order."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-reader-" + isolation,
+                  "isolation.level": isolation, "enable.auto.commit": False, "error_cb": on_error})
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got = []
+    deadline = time.monotonic() + 30
+    quiet_until = None
+    while time.monotonic() < deadline:
+        if len(got) >= want:
+            quiet_until = quiet_until or time.monotonic() + 2
+            if time.monotonic() > quiet_until:
+                break
+        for m in c.consume(num_messages=500, timeout=0.3):
+            if m.error():
+                errors.append("%s consume: %s" % (isolation, m.error()))
+                continue
+            got.append((m.partition(), m.offset(), m.value()))
+    c.close()
+    return [v for _, _, v in sorted(got)]
+
+
+def transactions(bootstrap, topic):
+    """Transactions as applications use them: a committed and an aborted transaction over
+    every partition, offsets sent to a committed and to an aborted transaction; read_committed
+    sees the committed records only, read_uncommitted all, the group the committed offset."""
+    group = topic + "-txgroup"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-txid",
+                         "transaction.timeout.ms": 30000, "error_cb": on_error})
+    producer.init_transactions(30)
+    # A consumer of the group the offsets are committed for; it never joins, so its group
+    # metadata has no member id and generation -1, which the broker accepts for an empty group.
+    meta_consumer = Consumer(consumer_conf(bootstrap, group))
+    meta = meta_consumer.consumer_group_metadata()
+
+    def txn(prefix, commit, offset=None):
+        producer.begin_transaction()
+        for i in range(9):
+            producer.produce(topic, value=b"%s-%d" % (prefix, i), partition=i % PARTITIONS)
+        if offset is not None:
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)], meta, 30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.flush(30)
+            producer.abort_transaction(30)
+
+    txn(b"committed", True)
+    txn(b"aborted", False, offset=5)
+    txn(b"offsets", True, offset=7)
+    txn(b"aborted-again", False, offset=9)
+    meta_consumer.close()
+    print("%s: 4 transactions ended" % NAME, flush=True)
+
+    def values(prefixes):
+        out = []
+        for p in range(PARTITIONS):
+            for prefix in prefixes:
+                out.extend(b"%s-%d" % (prefix, i) for i in range(p, 9, PARTITIONS))
+        return out
+
+    want_committed = values([b"committed", b"offsets"])
+    want_all = values([b"committed", b"aborted", b"offsets", b"aborted-again"])
+    got = read_all(bootstrap, topic, "read_committed", len(want_committed))
+    if got != want_committed:
+        errors.append("read_committed saw %r, want %r" % (got, want_committed))
+    got = read_all(bootstrap, topic, "read_uncommitted", len(want_all))
+    if got != want_all:
+        errors.append("read_uncommitted saw %r, want %r" % (got, want_all))
+
+    # Each transaction wrote 3 records and a marker to each partition.
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    for p in range(PARTITIONS):
+        low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+        if (low, high) != (0, 16):
+            errors.append("watermarks of partition %d (read_committed: LSO) = %d..%d, want 0..16" % (p, low, high))
+    committed = c.committed([TopicPartition(topic, 0)], timeout=30)[0]
+    if committed.error or committed.offset != 7:
+        errors.append("offset committed in the transaction = %d (%s), want 7" % (committed.offset, committed.error))
+    c.close()
+    print("%s: read_committed, read_uncommitted and transactional offsets checked" % NAME, flush=True)
+
+
 def main():
     bootstrap, topic = sys.argv[1], sys.argv[2]
     group = topic + "-group"
@@ -138,7 +225,18 @@ def main():
     if extra:
         errors.append("second group member re-read %d records past the committed offsets" % extra)
 
-    admin.delete_topics([topic], request_timeout=15)[topic].result(timeout=30)
+    tx_topic = sys.argv[2] + "-tx"
+    admin.create_topics([NewTopic(tx_topic, num_partitions=PARTITIONS, replication_factor=1)],
+                        request_timeout=15)[tx_topic].result(timeout=30)
+    try:
+        transactions(bootstrap, tx_topic)
+    except Exception as e:  # noqa: BLE001 - recorded with the rest
+        traceback.print_exc()
+        root = e.__cause__ or e
+        errors.append("transactions: %s: %s" % (type(root).__name__, root))
+
+    for t in (topic, tx_topic):
+        admin.delete_topics([t], request_timeout=15)[t].result(timeout=30)
 
 
 def run():

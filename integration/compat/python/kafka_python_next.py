@@ -1,4 +1,6 @@
-"""kafka-python, next slice: idempotent producer, consumer group with commits.
+"""kafka-python, next slice: idempotent producer, consumer group with commits, transactions
+(committed, aborted, offsets sent to a transaction) read with read_committed and
+read_uncommitted.
 
 Usage: kafka_python_next.py BOOTSTRAP TOPIC. Exit 0 on success.
 """
@@ -7,7 +9,7 @@ import sys
 import time
 import traceback
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from gen import RECORDS, check_round_robin, gen
@@ -36,6 +38,88 @@ def produce(bootstrap, topic, idempotent):
         if (md.partition, md.offset) != (i % PARTITIONS, i // PARTITIONS):
             errors.append("produce record %d landed at %d/%d" % (i, md.partition, md.offset))
             break
+
+
+def read_all(bootstrap, topic, isolation, want):
+    """Read every partition of topic from the start at the given isolation level until want
+    records arrived and 2 s more passed; return the values in (partition, offset) order."""
+    c = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation, enable_auto_commit=False,
+                      request_timeout_ms=15000)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    c.assign(tps)
+    c.seek_to_beginning(*tps)
+    got = []
+    deadline = time.monotonic() + 30
+    quiet_until = None
+    while time.monotonic() < deadline:
+        if len(got) >= want:
+            quiet_until = quiet_until or time.monotonic() + 2
+            if time.monotonic() > quiet_until:
+                break
+        for tp, recs in c.poll(timeout_ms=300).items():
+            got.extend((tp.partition, r.offset, r.value) for r in recs)
+    c.close()
+    return [v for _, _, v in sorted(got)]
+
+
+def transactions(bootstrap, topic):
+    """A committed and an aborted transaction over every partition, offsets sent to a
+    committed and to an aborted transaction; read_committed sees the committed records only,
+    read_uncommitted all, the group the committed offset."""
+    group = topic + "-txgroup"
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=topic + "-txid",
+                             transaction_timeout_ms=30000, request_timeout_ms=15000, max_block_ms=30000)
+    producer.init_transactions()
+
+    def txn(prefix, commit, offset=None):
+        producer.begin_transaction()
+        for i in range(9):
+            producer.send(topic, value=b"%s-%d" % (prefix, i), partition=i % PARTITIONS)
+        if offset is not None:
+            producer.send_offsets_to_transaction({TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)},
+                                                 group)
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.flush()
+            producer.abort_transaction()
+
+    txn(b"committed", True)
+    txn(b"aborted", False, offset=5)
+    txn(b"offsets", True, offset=7)
+    txn(b"aborted-again", False, offset=9)
+    producer.close(timeout=10)
+    print("%s: 4 transactions ended" % NAME, flush=True)
+
+    def values(prefixes):
+        out = []
+        for p in range(PARTITIONS):
+            for prefix in prefixes:
+                out.extend(b"%s-%d" % (prefix, i) for i in range(p, 9, PARTITIONS))
+        return out
+
+    want_committed = values([b"committed", b"offsets"])
+    want_all = values([b"committed", b"aborted", b"offsets", b"aborted-again"])
+    got = read_all(bootstrap, topic, "read_committed", len(want_committed))
+    if got != want_committed:
+        errors.append("read_committed saw %r, want %r" % (got, want_committed))
+    got = read_all(bootstrap, topic, "read_uncommitted", len(want_all))
+    if got != want_all:
+        errors.append("read_uncommitted saw %r, want %r" % (got, want_all))
+
+    # Each transaction wrote 3 records and a marker to each partition.
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, isolation_level="read_committed",
+                      enable_auto_commit=False, request_timeout_ms=15000)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    ends = c.end_offsets(tps)
+    for tp in tps:
+        if ends[tp] != 16:
+            errors.append("read_committed end offset (LSO) of partition %d = %d, want 16" % (tp.partition, ends[tp]))
+    committed = c.committed(TopicPartition(topic, 0))
+    if committed != 7:
+        errors.append("offset committed in the transaction = %r, want 7" % committed)
+    c.close()
+    print("%s: read_committed, read_uncommitted and transactional offsets checked" % NAME, flush=True)
 
 
 def main():
@@ -87,7 +171,15 @@ def main():
     if extra:
         errors.append("second group member re-read %d records past the committed offsets" % extra)
 
-    admin.delete_topics([topic], timeout_ms=15000)
+    tx_topic = sys.argv[2] + "-tx"
+    admin.create_topics([NewTopic(tx_topic, num_partitions=PARTITIONS, replication_factor=1)], timeout_ms=15000)
+    try:
+        transactions(bootstrap, tx_topic)
+    except Exception as e:  # noqa: BLE001 - recorded with the rest
+        traceback.print_exc()
+        errors.append("transactions: %s: %s" % (type(e).__name__, e))
+
+    admin.delete_topics([topic, tx_topic], timeout_ms=15000)
     admin.close()
 
 

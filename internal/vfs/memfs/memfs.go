@@ -1,7 +1,9 @@
-// Package memfs is an in-memory vfs.FS for crash tests: a crash keeps only
-// what was synced (file data at its last Sync, directory entries at their
-// last SyncDir). The partition and cleaner crash tests share it, so both
-// run on the same model of a power cut.
+// Package memfs is an in-memory vfs.FS for crash and fault tests: a crash
+// keeps only what was synced (file data at its last Sync, directory entries
+// at their last SyncDir), and Inject arms one fault (a crash, a short
+// write, an fsync error, a full disk) at the k-th operation it applies to.
+// The partition and cleaner tests share it, so both run on the same model
+// of a power cut and of a failing disk.
 package memfs
 
 import (
@@ -13,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kcompatd/kcompatd/internal/vfs"
@@ -22,15 +25,16 @@ import (
 // cut, after pebble's crashable MemFS: a file's durable contents are what
 // it held at its last Sync, and a directory's durable entries are what it
 // held at its last SyncDir (so a created or renamed file disappears unless
-// its directory was synced). After failAfter mutating operations every
-// further operation fails, as if the machine had stopped there.
+// its directory was synced). An injected Crash makes every operation from
+// the k-th on fail, as if the machine had stopped there; the other faults
+// (fault.go) strike and let the machine run on.
 type FS struct {
-	mu        sync.Mutex
-	cur       map[string]*memNode // path -> node, the live namespace
-	durable   map[string]*memNode // the namespace a crash leaves
-	ops       int
-	failAfter int              // -1: never
-	now       func() time.Time // modification times; time.Now unless SetNow
+	mu      sync.Mutex
+	cur     map[string]*memNode // path -> node, the live namespace
+	durable map[string]*memNode // the namespace a crash leaves
+	ops     int                 // mutating operations since the last FailAfter or Inject
+	fault   *faultState         // nil: never fails
+	now     func() time.Time    // modification times; time.Now unless SetNow
 }
 
 type memNode struct {
@@ -45,7 +49,7 @@ var ErrCrashed = errors.New("memfs: machine crashed")
 
 // New returns an empty file system that never fails.
 func New() *FS {
-	return &FS{cur: map[string]*memNode{"/": {dir: true}}, durable: map[string]*memNode{"/": {dir: true}}, failAfter: -1, now: time.Now}
+	return &FS{cur: map[string]*memNode{"/": {dir: true}}, durable: map[string]*memNode{"/": {dir: true}}, now: time.Now}
 }
 
 // SetNow makes now the source of the modification times that writes,
@@ -57,16 +61,64 @@ func (c *FS) SetNow(now func() time.Time) {
 	c.now = now
 }
 
-// op counts a mutating operation. REQUIRES: mu held.
-func (c *FS) op() error {
-	if c.failAfter >= 0 && c.ops >= c.failAfter {
-		return ErrCrashed
+// op counts a mutating operation of kind o on path and applies the
+// injected fault to it: a non-nil error means the operation does nothing
+// and returns it; short means a write lands only in part. REQUIRES: mu
+// held.
+func (c *FS) op(o Op, path string) (short bool, err error) {
+	f := c.fault
+	if f == nil {
+		c.ops++
+		return false, nil
+	}
+	if f.crashed {
+		return false, ErrCrashed
+	}
+	applies := f.Kind.appliesTo(o) && (f.Match == nil || f.Match(o, path))
+	if applies && f.Kind == NoSpace && f.fired {
+		return false, pathErr(o, path, syscall.ENOSPC) // a full disk stays full
+	}
+	if applies && !f.fired {
+		if f.seen == f.At {
+			f.fired = true
+			f.where = o.String() + " " + path
+			switch f.Kind {
+			case Crash:
+				f.crashed = true
+				return false, ErrCrashed
+			case ShortWrite:
+				c.ops++
+				return true, nil
+			case SyncError:
+				c.ops++
+				return false, pathErr(o, path, syscall.EIO)
+			case NoSpace:
+				return false, pathErr(o, path, syscall.ENOSPC)
+			}
+		}
+		f.seen++
 	}
 	c.ops++
-	return nil
+	return false, nil
 }
 
-func (c *FS) crashed() bool { return c.failAfter >= 0 && c.ops >= c.failAfter }
+// Clone returns the file system as a killed process leaves it: every
+// write is kept (the page cache survives the process), only the injected
+// fault is not. A restart on it sees what a kill -9 leaves, torn writes
+// included.
+func (c *FS) Clone() *FS {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := New()
+	n.now = c.now
+	for p, node := range c.cur {
+		nn := &memNode{dir: node.dir, data: append([]byte(nil), node.data...), mtime: node.mtime}
+		nn.synced = append([]byte(nil), nn.data...)
+		n.cur[p] = nn
+		n.durable[p] = nn
+	}
+	return n
+}
 
 // CrashClone returns the file system as a crash at this instant leaves it.
 func (c *FS) CrashClone() *FS {
@@ -92,7 +144,7 @@ func (c *FS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error)
 		if !ok && flag&os.O_CREATE == 0 {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 		}
-		if err := c.op(); err != nil {
+		if _, err := c.op(OpCreate, name); err != nil {
 			return nil, err
 		}
 		if p := c.cur[filepath.Dir(name)]; p == nil || !p.dir {
@@ -117,7 +169,7 @@ func (c *FS) Rename(oldpath, newpath string) error {
 	oldpath, newpath = filepath.Clean(oldpath), filepath.Clean(newpath)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.op(); err != nil {
+	if _, err := c.op(OpRename, newpath); err != nil {
 		return err
 	}
 	if _, ok := c.cur[oldpath]; !ok {
@@ -136,7 +188,7 @@ func (c *FS) Remove(name string) error {
 	name = filepath.Clean(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.op(); err != nil {
+	if _, err := c.op(OpRemove, name); err != nil {
 		return err
 	}
 	if _, ok := c.cur[name]; !ok {
@@ -150,7 +202,7 @@ func (c *FS) RemoveAll(path string) error {
 	path = filepath.Clean(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.op(); err != nil {
+	if _, err := c.op(OpRemove, path); err != nil {
 		return err
 	}
 	for p := range c.cur {
@@ -172,7 +224,7 @@ func (c *FS) MkdirAll(path string, perm fs.FileMode) error {
 			}
 			continue
 		}
-		if err := c.op(); err != nil {
+		if _, err := c.op(OpMkdir, p); err != nil {
 			return err
 		}
 		c.cur[p] = &memNode{dir: true, mtime: c.now()}
@@ -212,7 +264,7 @@ func (c *FS) Chtimes(name string, atime, mtime time.Time) error {
 	name = filepath.Clean(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.op(); err != nil {
+	if _, err := c.op(OpChtimes, name); err != nil {
 		return err
 	}
 	n, ok := c.cur[name]
@@ -227,7 +279,7 @@ func (c *FS) SyncDir(dir string) error {
 	dir = filepath.Clean(dir)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.op(); err != nil {
+	if _, err := c.op(OpSyncDir, dir); err != nil {
 		return err
 	}
 	for p := range c.durable {
@@ -338,15 +390,23 @@ func (f *memFile) Read(b []byte) (int, error) {
 func (f *memFile) WriteAt(b []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.fs.op(); err != nil {
+	short, err := f.fs.op(OpWrite, f.name)
+	if err != nil {
 		return 0, err
+	}
+	full := len(b)
+	if short {
+		b = b[:len(b)/2]
 	}
 	if end := off + int64(len(b)); end > int64(len(f.node.data)) {
 		f.node.data = append(f.node.data, make([]byte, end-int64(len(f.node.data)))...)
 	}
 	copy(f.node.data[off:], b)
 	f.node.mtime = f.fs.now()
-	return len(b), nil
+	if short {
+		return len(b), pathErr(OpWrite, f.name, syscall.EIO)
+	}
+	return full, nil
 }
 
 func (f *memFile) Write(b []byte) (int, error) {
@@ -378,7 +438,13 @@ func (f *memFile) Stat() (fs.FileInfo, error) {
 func (f *memFile) Sync() error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.fs.op(); err != nil {
+	if _, err := f.fs.op(OpSync, f.name); err != nil {
+		if f.fs.fault != nil && !f.fs.fault.crashed {
+			// Linux marks the pages of a failed writeback clean: they
+			// may be evicted and never written. Model the worst case:
+			// what was not synced is gone, from reads too.
+			f.node.data = append([]byte(nil), f.node.synced...)
+		}
 		return err
 	}
 	f.node.synced = append([]byte(nil), f.node.data...)
@@ -388,7 +454,7 @@ func (f *memFile) Sync() error {
 func (f *memFile) Truncate(size int64) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.fs.op(); err != nil {
+	if _, err := f.fs.op(OpTruncate, f.name); err != nil {
 		return err
 	}
 	if size < int64(len(f.node.data)) {
@@ -401,15 +467,18 @@ func (f *memFile) Truncate(size int64) error {
 }
 
 // FailAfter makes every mutating operation after the next n fail with
-// ErrCrashed, as if the machine stopped there; n < 0 never fails.
+// ErrCrashed, as if the machine stopped there; n < 0 never fails. It is
+// Inject(Fault{Kind: Crash, At: n}).
 func (c *FS) FailAfter(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ops = 0
-	c.failAfter = n
+	if n < 0 {
+		c.Inject(nil)
+		return
+	}
+	c.Inject(&Fault{Kind: Crash, At: n})
 }
 
-// Ops is the number of mutating operations since the last FailAfter.
+// Ops is the number of mutating operations since the last FailAfter or
+// Inject that took effect (a crashed one does not count).
 func (c *FS) Ops() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,0 +1,54 @@
+package protocol
+
+// EndTxn: v0-5
+//
+// Behavior (Kafka's KafkaApis.handleEndTxnRequest and
+// TransactionCoordinator.endTransaction):
+//   - Ongoing: PrepareCommit/PrepareAbort is written to
+//     __transaction_state, then a COMMIT or ABORT marker to every
+//     partition of the transaction (for __consumer_offsets partitions the
+//     producer's transactional offset commits become visible or are
+//     dropped), then CompleteCommit/CompleteAbort. Deliberate difference:
+//     Kafka answers after the Prepare write and writes the markers in the
+//     background; the markers here are local appends, written before the
+//     answer, so the next request finds the transaction complete (a
+//     marker that fails to write leaves it in Prepare*, answered
+//     CONCURRENT_TRANSACTIONS until the retry succeeds).
+//   - A retry after completion is answered as Kafka does: the same
+//     outcome again is NONE, the other INVALID_TXN_STATE; Prepare* of the
+//     same outcome CONCURRENT_TRANSACTIONS; Empty INVALID_TXN_STATE.
+//   - INVALID_PRODUCER_ID_MAPPING for an unknown id or another producer
+//     id, PRODUCER_FENCED for another epoch (INVALID_PRODUCER_EPOCH below
+//     v2), INVALID_REQUEST for an empty id.
+//
+// Version notes:
+//   - v1: no schema change
+//   - v2: PRODUCER_FENCED instead of INVALID_PRODUCER_EPOCH
+//   - v3: flexible
+//   - v4: no schema change (TRANSACTION_ABORTABLE, KIP-890)
+//   - v5: KIP-890 part 2: the epoch is bumped by every EndTxn (a new
+//     producer id once exhausted), and ProducerID/ProducerEpoch answer it.
+//     Clients send v5 only when transaction.version 2 is finalized, which
+//     it is not here; a v5 request is still served as Kafka serves it.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(26, 0, 5, handleEndTxn) }
+
+func handleEndTxn(s *Server, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if s.txns == nil {
+		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = s.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, r.Version >= 5)
+	if r.Version < 2 && resp.ErrorCode == kerr.ProducerFenced.Code {
+		resp.ErrorCode = kerr.InvalidProducerEpoch.Code
+	}
+	return resp, nil
+}

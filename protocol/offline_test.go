@@ -1,0 +1,126 @@
+package protocol
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// TestStorageErrorTakesLogDirOffline: after a failed fsync of one
+// partition the whole log dir is offline, as in Kafka: produce, fetch and
+// list offsets of every partition answer KAFKA_STORAGE_ERROR, and
+// DescribeLogDirs reports the dir with that error.
+func TestStorageErrorTakesLogDirOffline(t *testing.T) {
+	fsys := memfs.New()
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	store, err := partition.Open(partition.Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clk, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateTopic("a", 1, map[string]string{"flush.messages": "1"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateTopic("b", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.NodeID = 1
+	cfg.AdvertisedHost = "127.0.0.1"
+	cfg.AdvertisedPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	cfg.Logger = zerolog.Nop()
+	cfg.Clock = clk
+	s := NewServer(cfg, store)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		<-served
+		store.Close()
+	})
+	w := dialWire(t, ln.Addr().String())
+
+	produce := func(topic string) int16 {
+		b, err := recordbatch.Build(recordbatch.BatchSpec{
+			ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch,
+			BaseSequence: recordbatch.NoSequence, BaseTimestamp: 1_700_000_000_000,
+		}, []recordbatch.Record{{Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = 9
+		req.Acks = -1
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = b
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := w.roundTrip(req).(*kmsg.ProduceResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce("a"); code != 0 {
+		t.Fatalf("produce before the fault: %v", kerr.ErrorForCode(code))
+	}
+	fsys.Inject(&memfs.Fault{Kind: memfs.SyncError, At: 0, Match: memfs.HasSuffix(".log")})
+	if code := produce("a"); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce with a failing fsync: %v", kerr.ErrorForCode(code))
+	}
+	for _, topic := range []string{"a", "b"} {
+		if code := produce(topic); code != kerr.KafkaStorageError.Code {
+			t.Errorf("produce to %s after the fault: %v", topic, kerr.ErrorForCode(code))
+		}
+
+		f := kmsg.NewPtrFetchRequest()
+		f.Version = 12
+		f.MaxWaitMillis = 0
+		f.MaxBytes = 1 << 20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = topic
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		fp.CurrentLeaderEpoch = -1
+		fp.LogStartOffset = -1
+		ft.Partitions = append(ft.Partitions, fp)
+		f.Topics = append(f.Topics, ft)
+		fr := w.roundTrip(f).(*kmsg.FetchResponse)
+		if code := fr.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+			t.Errorf("fetch from %s after the fault: %v", topic, kerr.ErrorForCode(code))
+		}
+
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.Version = 7
+		lo.ReplicaID = -1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = -1
+		lp.CurrentLeaderEpoch = -1
+		lt.Partitions = append(lt.Partitions, lp)
+		lo.Topics = append(lo.Topics, lt)
+		lr := w.roundTrip(lo).(*kmsg.ListOffsetsResponse)
+		if code := lr.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+			t.Errorf("list offsets of %s after the fault: %v", topic, kerr.ErrorForCode(code))
+		}
+	}
+	d := kmsg.NewPtrDescribeLogDirsRequest()
+	d.Version = 4
+	dr := w.roundTrip(d).(*kmsg.DescribeLogDirsResponse)
+	if len(dr.Dirs) != 1 || dr.Dirs[0].ErrorCode != kerr.KafkaStorageError.Code || len(dr.Dirs[0].Topics) != 0 {
+		t.Errorf("DescribeLogDirs after the fault: %+v", dr.Dirs)
+	}
+}

@@ -1,0 +1,221 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+func init() { versionChecks[describeProducersKey] = checkDescribeProducersVersion }
+
+// producerBatch is a batch of n records from producer pid.
+func producerBatch(t testing.TB, ts int64, pid int64, epoch int16, seq int32, n int, txn bool) []byte {
+	t.Helper()
+	recs := make([]recordbatch.Record, n)
+	for i := range recs {
+		recs[i] = recordbatch.Record{OffsetDelta: int32(i), Key: []byte("k"), Value: []byte("v")}
+	}
+	b, err := recordbatch.Build(recordbatch.BatchSpec{BaseTimestamp: ts, MaxTimestamp: ts, ProducerID: pid,
+		ProducerEpoch: epoch, BaseSequence: seq, Transactional: txn}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func checkDescribeProducersVersion(t *testing.T, b *testBroker, w *wire, v int16) {
+	tp := b.ensureTopic(t, "dp", 1)
+	if _, err := tp.Partitions[0].Append(producerBatch(t, b.nowMs(), 42, 3, 0, 2, false)); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	req.SetVersion(v)
+	req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "dp", Partitions: []int32{0, 5}}, {Topic: "nope", Partitions: []int32{0}}}
+	resp := w.roundTrip(req).(*kmsg.DescribeProducersResponse)
+	if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("topics %+v", resp.Topics)
+	}
+	p0 := resp.Topics[0].Partitions[0]
+	if p0.ErrorCode != 0 || len(p0.ActiveProducers) != 1 {
+		t.Fatalf("partition 0 %+v", p0)
+	}
+	ap := p0.ActiveProducers[0]
+	if ap.ProducerID != 42 || ap.ProducerEpoch != 3 || ap.LastSequence != 1 || ap.LastTimestamp != b.nowMs() ||
+		ap.CoordinatorEpoch != -1 || ap.CurrentTxnStartOffset != -1 {
+		t.Errorf("producer %+v", ap)
+	}
+	if c := resp.Topics[0].Partitions[1].ErrorCode; c != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("partition 5: %d", c)
+	}
+	if c := resp.Topics[1].Partitions[0].ErrorCode; c != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown topic: %d", c)
+	}
+}
+
+// TestProduceIdempotence: duplicates answer the original offset and write
+// nothing; gaps and old epochs get Kafka's codes and messages.
+func TestProduceIdempotence(t *testing.T) {
+	b := startBroker(t, nil)
+	tp := b.createTopic(t, "idem", 1, nil)
+	w := dialWire(t, b.addr)
+	produce := func(batch []byte) kmsg.ProduceResponseTopicPartition {
+		return onlyProducePartition(t, w.roundTrip(produceReq(9, "idem", tp.ID, 0, batch)))
+	}
+	now := b.nowMs()
+	if p := produce(producerBatch(t, now, 1, 0, 0, 3, false)); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first: %+v", p)
+	}
+	if p := produce(producerBatch(t, now, 1, 0, 3, 1, false)); p.ErrorCode != 0 || p.BaseOffset != 3 {
+		t.Fatalf("second: %+v", p)
+	}
+	for _, c := range []struct {
+		name  string
+		batch []byte
+		code  int16
+		base  int64
+	}{
+		{"duplicate of the first", producerBatch(t, now, 1, 0, 0, 3, false), 0, 0},
+		{"duplicate of the second", producerBatch(t, now, 1, 0, 3, 1, false), 0, 3},
+		{"gap", producerBatch(t, now, 1, 0, 5, 1, false), kerr.OutOfOrderSequenceNumber.Code, -1},
+		{"new epoch not at 0", producerBatch(t, now, 1, 1, 4, 1, false), kerr.OutOfOrderSequenceNumber.Code, -1},
+	} {
+		p := produce(c.batch)
+		if p.ErrorCode != c.code || p.BaseOffset != c.base {
+			t.Errorf("%s: %+v", c.name, p)
+		}
+		if c.code != 0 && (p.ErrorMessage == nil || *p.ErrorMessage == "") {
+			t.Errorf("%s: no message", c.name)
+		}
+		if c.code == 0 && p.LogAppendTime != now {
+			t.Errorf("%s: duplicate's log append time %d, want the batch timestamp %d", c.name, p.LogAppendTime, now)
+		}
+	}
+	if p := produce(producerBatch(t, now, 1, 2, 0, 1, false)); p.ErrorCode != 0 || p.BaseOffset != 4 {
+		t.Fatalf("epoch bump: %+v", p)
+	}
+	if p := produce(producerBatch(t, now, 1, 1, 0, 1, false)); p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("old epoch: %+v", p)
+	}
+	if o := tp.Partitions[0].Offsets(); o.LogEndOffset != 5 {
+		t.Fatalf("LEO %d, want 5", o.LogEndOffset)
+	}
+}
+
+// TestProduceTransactionalVerification: a transactional batch is appended
+// only when the transaction coordinator vouches for the partition.
+func TestProduceTransactionalVerification(t *testing.T) {
+	verdict := int16(0)
+	var asked []string
+	b := startBroker(t, func(c *Config) {
+		c.VerifyTxnPartition = func(txnID string, pid int64, epoch int16, topic string, part int32) int16 {
+			asked = append(asked, txnID+"/"+topic)
+			return verdict
+		}
+	})
+	tp := b.createTopic(t, "tx", 1, nil)
+	w := dialWire(t, b.addr)
+	sendV := func(version int16, batch []byte) kmsg.ProduceResponseTopicPartition {
+		req := produceReq(version, "tx", tp.ID, 0, batch)
+		req.TransactionID = strp("app")
+		return onlyProducePartition(t, w.roundTrip(req))
+	}
+	send := func(batch []byte) kmsg.ProduceResponseTopicPartition { return sendV(9, batch) }
+	now := b.nowMs()
+	verdict = kerr.InvalidTxnState.Code
+	if p := send(producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("refused: %+v", p)
+	}
+	// A partition outside the transaction: TRANSACTION_ABORTABLE from
+	// Produce v11, INVALID_TXN_STATE before it.
+	verdict = kerr.TransactionAbortable.Code
+	for v, want := range map[int16]int16{3: kerr.InvalidTxnState.Code, 10: kerr.InvalidTxnState.Code, 11: kerr.TransactionAbortable.Code, 13: kerr.TransactionAbortable.Code} {
+		if p := sendV(v, producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != want {
+			t.Fatalf("v%d not in transaction: %+v, want code %d", v, p, want)
+		}
+	}
+	verdict = 0
+	if p := send(producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("verified: %+v", p)
+	}
+	if o := tp.Partitions[0].Offsets(); o.LastStableOffset != 0 || o.HighWatermark != 1 {
+		t.Fatalf("offsets %+v, want LSO 0", o)
+	}
+	if len(asked) != 6 || asked[0] != "app/tx" {
+		t.Fatalf("asked %v", asked)
+	}
+}
+
+// TestFetchReadCommittedAborted: read_committed stops at the LSO and lists the
+// aborted transactions of the returned range; read_uncommitted reads to
+// the high watermark with a null list.
+func TestFetchReadCommittedAborted(t *testing.T) {
+	b := startBroker(t, nil)
+	tp := b.createTopic(t, "rc", 1, nil)
+	l := tp.Partitions[0]
+	now := b.nowMs()
+	app := func(batch []byte) {
+		if _, err := l.AppendWithOrigin(batch, recordbatch.OriginInternal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app(producerBatch(t, now, 5, 0, 0, 2, true))                                                         // 0-1 aborted
+	app(producerBatch(t, now, 6, 0, 0, 1, true))                                                         // 2 committed
+	if _, err := l.WriteTxnMarker(partition.TxnMarker{ProducerID: 5, CoordinatorEpoch: 1}); err != nil { // 3
+		t.Fatal(err)
+	}
+	if _, err := l.WriteTxnMarker(partition.TxnMarker{ProducerID: 6, CoordinatorEpoch: 1, Commit: true}); err != nil { // 4
+		t.Fatal(err)
+	}
+	app(producerBatch(t, now, 7, 0, 0, 1, true)) // 5, open
+	app(producerBatch(t, now, 8, 0, 0, 1, false))
+
+	w := dialWire(t, b.addr)
+	for _, v := range []int16{4, 11, 12, 17} {
+		for _, iso := range []int8{0, 1} {
+			req := kmsg.NewPtrFetchRequest()
+			req.SetVersion(v)
+			req.MaxBytes = 1 << 20
+			req.SessionEpoch = -1
+			req.IsolationLevel = iso
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "rc", tp.ID
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := w.roundTrip(req).(*kmsg.FetchResponse)
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.HighWatermark != 7 || p.LastStableOffset != 5 {
+				t.Fatalf("v%d iso %d: %+v", v, iso, p)
+			}
+			var last int64 = -1
+			for rec := p.RecordBatches; len(rec) > 0; {
+				h := recordbatch.Header(rec)
+				last = h.LastOffset()
+				rec = rec[h.Size():]
+			}
+			if iso == 1 {
+				if last != 4 || len(p.AbortedTransactions) != 1 || p.AbortedTransactions[0].ProducerID != 5 || p.AbortedTransactions[0].FirstOffset != 0 {
+					t.Fatalf("v%d read_committed: last %d, aborted %+v", v, last, p.AbortedTransactions)
+				}
+			} else if last != 6 || p.AbortedTransactions != nil {
+				t.Fatalf("v%d read_uncommitted: last %d, aborted %+v", v, last, p.AbortedTransactions)
+			}
+		}
+	}
+	// A fetch past the aborted transaction's marker gets no entry.
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	req.IsolationLevel = 1
+	req.Topics = []kmsg.FetchRequestTopic{{Topic: "rc", Partitions: []kmsg.FetchRequestTopicPartition{{FetchOffset: 4, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, LogStartOffset: -1}}}}
+	p := w.roundTrip(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.AbortedTransactions) != 0 || len(p.RecordBatches) == 0 {
+		t.Fatalf("fetch at 4: %+v", p)
+	}
+}
