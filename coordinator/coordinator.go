@@ -186,29 +186,35 @@ func PartitionFor(groupID string, partitions int32) int32 {
 // EnsureOffsetsTopic creates __consumer_offsets if it does not exist yet,
 // as Kafka does on the first FindCoordinator for a group.
 func (c *Coordinator) EnsureOffsetsTopic() (*partition.Topic, error) {
-	if t := c.store.Topic(OffsetsTopic); t != nil {
-		return t, nil
-	}
-	c.topicMu.Lock()
-	defer c.topicMu.Unlock()
-	if t := c.store.Topic(OffsetsTopic); t != nil {
-		return t, nil
-	}
-	t, err := c.store.CreateTopic(OffsetsTopic, c.cfg.OffsetsTopicPartitions, map[string]string{
+	return ensureInternalTopic(c.store, &c.topicMu, c.log, OffsetsTopic, c.cfg.OffsetsTopicPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    strconv.Itoa(int(c.cfg.OffsetsTopicSegmentBytes)),
-	}, false)
+	})
+}
+
+// ensureInternalTopic returns the internal topic name, creating it with
+// the given partitions and configs on first use; mu serializes creators.
+func ensureInternalTopic(store *partition.Store, mu *sync.Mutex, log zerolog.Logger, name string, partitions int32, configs map[string]string) (*partition.Topic, error) {
+	if t := store.Topic(name); t != nil {
+		return t, nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if t := store.Topic(name); t != nil {
+		return t, nil
+	}
+	t, err := store.CreateTopic(name, partitions, configs, false)
 	if errors.Is(err, partition.ErrTopicExists) {
-		if t := c.store.Topic(OffsetsTopic); t != nil {
+		if t := store.Topic(name); t != nil {
 			return t, nil
 		}
 	}
 	if err != nil {
-		c.log.Error().Err(err).Msg("creating __consumer_offsets failed")
+		log.Error().Err(err).Str("topic", name).Msg("creating internal topic failed")
 		return nil, err
 	}
-	c.log.Info().Int32("partitions", c.cfg.OffsetsTopicPartitions).Msg("created __consumer_offsets")
+	log.Info().Str("topic", name).Int32("partitions", partitions).Msg("created internal topic")
 	return t, nil
 }
 

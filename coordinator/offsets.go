@@ -61,16 +61,30 @@ func (g *group) validateCommit(generation int32, memberID string, instanceID *st
 func (g *group) commit(generation int32, memberID string, instanceID *string, parts []commitPart) []int16 {
 	codes := make([]int16, len(parts))
 	if code := g.validateCommit(generation, memberID, instanceID); code != 0 {
-		for i := range codes {
-			codes[i] = code
-		}
-		return codes
+		return fillCodes(codes, code)
 	}
 	if m := g.members[memberID]; m != nil && (g.state == stateStable || g.state == statePreparingRebalance) {
 		// A commit keeps the member's session, even when every
 		// partition is refused below.
 		g.heartbeat(m)
 	}
+	recs := g.offsetRecords(parts, codes)
+	if len(recs) == 0 {
+		return codes
+	}
+	base, err := g.appendBatch(recs, nil)
+	if err != nil {
+		g.log.Error().Err(err).Msg("writing offset commit failed")
+		return fillCodes(codes, appendErrorCode(err))
+	}
+	noteWritten(parts, codes, base, g.offsets)
+	return codes
+}
+
+// offsetRecords builds a commit's records, one per partition in parts'
+// order, answering at once (in codes) a partition whose metadata is too
+// long.
+func (g *group) offsetRecords(parts []commitPart, codes []int16) []recordbatch.Record {
 	recs := make([]recordbatch.Record, 0, len(parts))
 	for i := range parts {
 		if javaLength(parts[i].entry.metadata) > g.c.cfg.OffsetMetadataMaxBytes {
@@ -79,26 +93,28 @@ func (g *group) commit(generation int32, memberID string, instanceID *string, pa
 		}
 		recs = append(recs, g.offsetRecord(parts[i].tp, &parts[i].entry))
 	}
-	if len(recs) == 0 {
-		return codes
-	}
-	base, err := g.appendBatch(recs, nil)
-	if err != nil {
-		g.log.Error().Err(err).Msg("writing offset commit failed")
-		code := appendErrorCode(err)
-		for i := range codes {
-			if codes[i] == 0 {
-				codes[i] = code
-			}
-		}
-		return codes
-	}
+	return recs
+}
+
+// noteWritten puts each written partition's entry (codes[i] == 0) into
+// into, with the offset of its record: the batch's records are at base,
+// base+1, ... in parts' order.
+func noteWritten(parts []commitPart, codes []int16, base int64, into map[topicPartition]offsetEntry) {
 	next := base
 	for i, p := range parts {
 		if codes[i] == 0 {
 			p.entry.recordOffset = next
 			next++
-			g.offsets[p.tp] = p.entry
+			into[p.tp] = p.entry
+		}
+	}
+}
+
+// fillCodes answers with code every partition not answered yet.
+func fillCodes(codes []int16, code int16) []int16 {
+	for i := range codes {
+		if codes[i] == 0 {
+			codes[i] = code
 		}
 	}
 	return codes

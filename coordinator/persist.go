@@ -168,9 +168,12 @@ func (g *group) appendBatch(recs []recordbatch.Record, txn *txnProducer) (int64,
 		return -1, err
 	}
 	var res partition.AppendResult
-	if txn != nil {
+	switch {
+	case txn != nil && txn.guard != nil:
+		res, err = log.AppendVerified(b, recordbatch.OriginInternal, *txn.guard)
+	case txn != nil:
 		res, err = log.AppendWithOrigin(b, recordbatch.OriginInternal)
-	} else {
+	default:
 		res, err = log.Append(b)
 	}
 	if err != nil {

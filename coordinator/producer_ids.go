@@ -113,3 +113,25 @@ func (m *producerIDManager) generate() (int64, error) {
 	m.next++
 	return id, nil
 }
+
+// advancePast makes every id handed out from now on greater than highest,
+// the highest producer id __transaction_state knows: if the block file
+// was lost (or restored from an old backup), ids still held by
+// transactional ids must not be handed out again. The new start is
+// persisted before returning.
+func (m *producerIDManager) advancePast(highest int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if highest < m.next {
+		return nil
+	}
+	if highest >= math.MaxInt64-ProducerIDBlockSize {
+		return errProducerIDsExhausted
+	}
+	start := highest + 1
+	if err := m.store.WriteProducerIDs(encodeProducerIDs(start)); err != nil {
+		return fmt.Errorf("coordinator: persisting producer id block: %w", err)
+	}
+	m.next, m.end = start, start
+	return nil
+}

@@ -38,7 +38,25 @@ func (c *TxnCoordinator) withTxn(id string, f func(t *txn)) bool {
 
 // getOrCreate returns id's metadata, creating it Empty with a new
 // producer id and no epoch yet (Kafka's new TransactionMetadata).
+//
+// The producer id is generated before taking c.mu: a new block's fsync
+// must not stall every lookup (produce verification among them). Two
+// racing creations of one id waste one producer id, which is harmless.
 func (c *TxnCoordinator) getOrCreate(id string, timeoutMs int32) (*txn, int16) {
+	c.mu.Lock()
+	closed, t := c.closed, c.txns[id]
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return nil, kerr.CoordinatorNotAvailable.Code
+	case t != nil:
+		return t, 0
+	}
+	pid, err := c.pids.generate()
+	if err != nil {
+		c.log.Error().Err(err).Msg("generating producer id failed")
+		return nil, kerr.UnknownServerError.Code
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -47,12 +65,7 @@ func (c *TxnCoordinator) getOrCreate(id string, timeoutMs int32) (*txn, int16) {
 	if t := c.txns[id]; t != nil {
 		return t, 0
 	}
-	pid, err := c.pids.generate()
-	if err != nil {
-		c.log.Error().Err(err).Msg("generating producer id failed")
-		return nil, kerr.UnknownServerError.Code
-	}
-	t := &txn{id: id, data: txnData{
+	t = &txn{id: id, data: txnData{
 		producerID:     pid,
 		prevProducerID: noProducerID,
 		nextProducerID: noProducerID,
@@ -70,8 +83,12 @@ func (c *TxnCoordinator) getOrCreate(id string, timeoutMs int32) (*txn, int16) {
 }
 
 // transitLocked writes d as id's new metadata and, once written, makes it
-// current. REQUIRES: t.mu held.
+// current. As Kafka's prepareTransitionTo, every transition records the
+// producer id it leaves as the previous one, so only the transition right
+// after a rotation still knows the rotated-out id (the KIP-360 retry).
+// REQUIRES: t.mu held.
 func (c *TxnCoordinator) transitLocked(t *txn, d txnData) int16 {
+	d.prevProducerID = t.data.producerID
 	if err := c.txnLog.appendTxn(t.id, txnRecord(t.id, &d)); err != nil {
 		c.log.Warn().Err(err).Str("transactional_id", t.id).Str("state", d.state.String()).Msg("writing transaction state failed")
 		return txnStateAppendErrorCode(err)
@@ -174,7 +191,6 @@ func (c *TxnCoordinator) initLocked(t *txn, timeoutMs int32, hasExpected bool, e
 	nd.lastUpdateMs = c.nowMs()
 	nd.nextProducerID = noProducerID
 	nd.clientTxnVersion = tv0
-	nd.prevProducerID = d.producerID
 	if epochExhausted(d.producerEpoch) && (!hasExpected || expectedEpoch == d.producerEpoch) {
 		pid, err := c.pids.generate()
 		if err != nil {
@@ -348,9 +364,10 @@ func (c *TxnCoordinator) VerifyProducePartition(txnID string, pid int64, epoch i
 	return code
 }
 
-// EndTxn serves EndTxn. bumpEpoch marks EndTxn v5+ (KIP-890 part 2: the epoch
-// is bumped at the end of every transaction). It returns the code and the
-// producer id and epoch EndTxn v5 reports.
+// EndTxn serves EndTxn. bumpEpoch marks EndTxn v5+ (transaction.version 2,
+// KIP-890 part 2: the epoch is bumped at the end of every transaction, and
+// an abort is accepted with no transaction open). It returns the code and
+// the producer id and epoch EndTxn v5 reports.
 func (c *TxnCoordinator) EndTxn(txnID string, pid int64, epoch int16, commit, bumpEpoch bool) (int16, int64, int16) {
 	if txnID == "" {
 		return kerr.InvalidRequest.Code, noProducerID, noProducerEpoch
@@ -362,29 +379,34 @@ func (c *TxnCoordinator) EndTxn(txnID string, pid int64, epoch int16, commit, bu
 	return code, rpid, repoch
 }
 
-// endLocked is Kafka's endTransaction. fence marks the coordinator's own
-// abort with a bumped epoch (from InitProducerId or a timeout); the
-// request then comes from the coordinator, not a client. REQUIRES: t.mu
-// held.
+// endLocked is Kafka's endTransaction: endTransactionWithTV1 unless
+// bumpEpoch, the TV2 endTransaction then. fence marks the coordinator's
+// own abort with a bumped epoch (from InitProducerId or a timeout, with
+// the finalized transaction.version 1's rules); the request then comes
+// from the coordinator, not a client. REQUIRES: t.mu held.
 func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpEpoch, fence bool) (int16, int64, int16) {
 	fail := func(code int16) (int16, int64, int16) { return code, noProducerID, noProducerEpoch }
 	d := &t.data
-	fromClient := !fence
-	metaTV2 := !fence && d.clientTxnVersion >= tv2
-	retryOnOverflow := metaTV2 && d.prevProducerID == pid && epoch == math.MaxInt16-1 && d.producerEpoch == 0
-	retryOnEpochBump := metaTV2 && int32(d.producerEpoch) == int32(epoch)+1
+	clientTV2 := bumpEpoch && !fence
+	// TV2 retries: the client's epoch is one below the bumped one, or it
+	// is the exhausted epoch of the producer id rotated out.
+	retryOnOverflow := clientTV2 && d.prevProducerID == pid && epoch == math.MaxInt16-1 && d.producerEpoch == 0
+	retryOnEpochBump := clientTV2 && int32(d.producerEpoch) == int32(epoch)+1
+	isRetry := retryOnOverflow || retryOnEpochBump
 	var validEpoch bool
-	if metaTV2 {
+	if clientTV2 {
+		// The same epoch in a completed state is the next transaction's
+		// end, not a retry; a higher one is fenced.
 		switch d.state {
 		case txnPrepareCommit, txnPrepareAbort:
 			validEpoch = retryOnEpochBump
 		case txnCompleteCommit, txnCompleteAbort:
-			validEpoch = retryOnEpochBump || retryOnOverflow
+			validEpoch = isRetry || epoch == d.producerEpoch
 		default:
 			validEpoch = epoch == d.producerEpoch
 		}
 	} else {
-		validEpoch = (!fromClient || epoch == d.producerEpoch) && epoch >= d.producerEpoch
+		validEpoch = (fence || epoch == d.producerEpoch) && epoch >= d.producerEpoch
 	}
 	switch {
 	case d.producerID != pid && !retryOnOverflow:
@@ -396,18 +418,32 @@ func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpE
 		c.log.Debug().Str("transactional_id", t.id).Str("state", d.state.String()).Bool("commit", commit).Msg("EndTxn in an invalid state")
 		return fail(kerr.InvalidTxnState.Code)
 	}
+	// What the state and the outcome asked for give, by Kafka's TV1
+	// rules and its TV2 table: the retry of a completed outcome is NONE
+	// with the current producer id and epoch; under TV2 an abort with
+	// nothing open (Empty, or the last transaction completed) writes an
+	// empty PrepareAbort/CompleteAbort to bump the epoch.
+	emptyAbort := false
 	switch d.state {
 	case txnOngoing:
 	case txnCompleteCommit:
-		if commit {
+		switch {
+		case commit && (!clientTV2 || isRetry):
 			return 0, d.producerID, d.producerEpoch
+		case !commit && clientTV2 && !isRetry:
+			emptyAbort = true
+		default:
+			return invalid()
 		}
-		return invalid()
 	case txnCompleteAbort:
-		if !commit {
+		switch {
+		case !commit && (!clientTV2 || isRetry):
 			return 0, d.producerID, d.producerEpoch
+		case !commit && clientTV2:
+			emptyAbort = true
+		default:
+			return invalid()
 		}
-		return invalid()
 	case txnPrepareCommit:
 		if commit {
 			return fail(kerr.ConcurrentTransactions.Code)
@@ -419,7 +455,10 @@ func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpE
 		}
 		return invalid()
 	case txnEmpty:
-		return invalid()
+		if commit || !clientTV2 {
+			return invalid()
+		}
+		emptyAbort = true
 	default:
 		c.log.Error().Str("transactional_id", t.id).Str("state", d.state.String()).Msg("transaction in an illegal state")
 		return fail(kerr.UnknownServerError.Code)
@@ -432,6 +471,11 @@ func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpE
 	}
 	nd.lastUpdateMs = c.nowMs()
 	nd.clientTxnVersion = tv0
+	if emptyAbort {
+		// No partition was added: the start time is this abort's.
+		nd.startMs = nd.lastUpdateMs
+		nd.partitions = map[TopicPartition]struct{}{}
+	}
 	if fence {
 		// In memory the epoch is bumped even if the write fails; it was
 		// never returned, and hasFailedEpochFence keeps the next fence
@@ -441,7 +485,21 @@ func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpE
 		t.publish()
 		nd.producerEpoch = epoch
 		nd.lastEpoch = noProducerEpoch
-	} else if bumpEpoch {
+	} else if clientTV2 {
+		// prepareAbortOrCommit under TV2: bump the epoch (an abort at
+		// Short.MaxValue, only reachable through a TV1 fence, goes
+		// through unbumped so the id can recover), remember the epoch
+		// the client used, and with the epoch exhausted allocate the
+		// producer id the completion rotates to.
+		switch {
+		case d.producerEpoch < math.MaxInt16:
+			nd.producerEpoch = d.producerEpoch + 1
+		case commit:
+			c.log.Error().Str("transactional_id", t.id).Int64("producer_id", d.producerID).Msg("commit at the maximum producer epoch")
+			return fail(kerr.UnknownServerError.Code)
+		}
+		nd.lastEpoch = d.producerEpoch
+		nd.clientTxnVersion = tv2
 		if epochExhausted(d.producerEpoch) {
 			next, err := c.pids.generate()
 			if err != nil {
@@ -450,9 +508,6 @@ func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpE
 			}
 			nd.nextProducerID = next
 		}
-		nd.producerEpoch = d.producerEpoch + 1
-		nd.lastEpoch = d.producerEpoch
-		nd.clientTxnVersion = tv2
 	}
 	if code := c.transitLocked(t, nd); code != 0 {
 		if fence {
@@ -464,10 +519,12 @@ func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpE
 	// Kafka answers here and writes the markers in the background; here
 	// they are local writes, done before answering, so a client's next
 	// request finds the transaction complete. Markers that fail to write
-	// leave it in Prepare*, retried by the abort timer.
+	// leave it in Prepare*, retried by the abort timer. Either way the
+	// answer is the producer id and epoch of the completion (Kafka's
+	// prepareComplete): after a rotation the new id at epoch 0.
 	c.completeLocked(t)
-	if t.data.state == txnCompleteCommit || t.data.state == txnCompleteAbort {
-		return 0, t.data.producerID, t.data.producerEpoch
+	if nd.nextProducerID != noProducerID {
+		return 0, nd.nextProducerID, 0
 	}
 	return 0, nd.producerID, nd.producerEpoch
 }
@@ -505,13 +562,12 @@ func (c *TxnCoordinator) completeLocked(t *txn) bool {
 	}
 	nd.partitions = map[TopicPartition]struct{}{}
 	nd.lastUpdateMs = c.nowMs()
-	if d.clientTxnVersion >= tv2 {
-		nd.lastEpoch = d.producerEpoch
-		if d.nextProducerID != noProducerID {
-			nd.prevProducerID = d.producerID
-			nd.producerID = d.nextProducerID
-			nd.producerEpoch = 0
-		}
+	// prepareComplete: the last epoch stays the one the client used
+	// (before the bump, or Short.MaxValue-1 over a rotation), so its
+	// retry is recognised.
+	if d.clientTxnVersion >= tv2 && d.nextProducerID != noProducerID {
+		nd.producerID = d.nextProducerID
+		nd.producerEpoch = 0
 	}
 	nd.nextProducerID = noProducerID
 	if code := c.transitLocked(t, nd); code != 0 {
@@ -527,6 +583,9 @@ func (c *TxnCoordinator) completeLocked(t *txn) bool {
 func (c *TxnCoordinator) AbortTimedOut() {
 	now := c.nowMs()
 	for _, t := range c.snapshot() {
+		if c.closing() {
+			return // the rest waits for the next start
+		}
 		t.mu.Lock()
 		if t.dead {
 			t.mu.Unlock()
@@ -559,6 +618,9 @@ func (c *TxnCoordinator) AbortTimedOut() {
 func (c *TxnCoordinator) RemoveExpired() {
 	cutoff := c.nowMs() - c.cfg.IDExpiration.Milliseconds()
 	for _, t := range c.snapshot() {
+		if c.closing() {
+			return
+		}
 		t.mu.Lock()
 		d := &t.data
 		if t.dead || !d.state.expirationAllowed() || d.lastUpdateMs > cutoff {

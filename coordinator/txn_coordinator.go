@@ -140,6 +140,10 @@ type TxnCoordinator struct {
 
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	// loadedMaxPID is the highest producer id any record read from
+	// __transaction_state at start named, -1 if none; set before start.
+	loadedMaxPID int64
 }
 
 // txn is one transactional id.
@@ -180,6 +184,11 @@ func NewTxnCoordinator(cfg TxnConfig, store *partition.Store, groups *Coordinato
 	if err != nil {
 		return nil, err
 	}
+	if c.loadedMaxPID >= 0 {
+		if err := pids.advancePast(c.loadedMaxPID); err != nil {
+			return nil, err
+		}
+	}
 	c.install(loaded)
 	c.start()
 	return c, nil
@@ -196,6 +205,8 @@ func newTxnCoordinator(cfg TxnConfig, pids *producerIDManager) *TxnCoordinator {
 		pids:  pids,
 		txns:  map[string]*txn{},
 		quit:  make(chan struct{}),
+
+		loadedMaxPID: -1,
 	}
 }
 
@@ -285,6 +296,18 @@ func (c *TxnCoordinator) snapshot() []*txn {
 	return out
 }
 
+// closing reports whether Close was called, without waiting on mu: the
+// cleanup passes check it between ids so Close does not wait for a whole
+// pass of writes.
+func (c *TxnCoordinator) closing() bool {
+	select {
+	case <-c.quit:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *TxnCoordinator) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -297,32 +320,13 @@ func (c *TxnCoordinator) EnsureTxnTopic() (*partition.Topic, error) {
 	if c.store == nil {
 		return nil, errors.New("coordinator: no store")
 	}
-	if t := c.store.Topic(TxnTopic); t != nil {
-		return t, nil
-	}
-	c.topicMu.Lock()
-	defer c.topicMu.Unlock()
-	if t := c.store.Topic(TxnTopic); t != nil {
-		return t, nil
-	}
 	// TransactionStateManager.transactionTopicConfigs: compact, no
 	// compression.
-	t, err := c.store.CreateTopic(TxnTopic, c.cfg.TopicPartitions, map[string]string{
+	return ensureInternalTopic(c.store, &c.topicMu, c.log, TxnTopic, c.cfg.TopicPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "uncompressed",
 		"segment.bytes":    strconv.Itoa(int(c.cfg.TopicSegmentBytes)),
-	}, false)
-	if errors.Is(err, partition.ErrTopicExists) {
-		if t := c.store.Topic(TxnTopic); t != nil {
-			return t, nil
-		}
-	}
-	if err != nil {
-		c.log.Error().Err(err).Msg("creating __transaction_state failed")
-		return nil, err
-	}
-	c.log.Info().Int32("partitions", c.cfg.TopicPartitions).Msg("created __transaction_state")
-	return t, nil
+	})
 }
 
 // storeTxnLog appends to the id's partition of __transaction_state.
@@ -434,6 +438,7 @@ func (c *TxnCoordinator) loadTxnBatches(b []byte, out map[string]*txnData) (int6
 				delete(out, id)
 			} else {
 				out[id] = d
+				c.loadedMaxPID = max(c.loadedMaxPID, d.producerID, d.prevProducerID, d.nextProducerID)
 			}
 			return nil
 		})

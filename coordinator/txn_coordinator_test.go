@@ -487,8 +487,12 @@ func TestTxnEndTxnV5BumpsEpoch(t *testing.T) {
 	if rpid != pid || repoch != epoch+1 {
 		t.Fatalf("retry answered %d/%d", rpid, repoch)
 	}
+	// A commit with the new epoch and nothing open (Kafka's TV2 table:
+	// CompleteCommit, commit, current epoch); a newer epoch is fenced.
 	code, _, _ = h.c.EndTxn("tx", pid, epoch+1, true, true)
-	wantCode(t, "end with the new epoch and nothing open", code, kerr.ProducerFenced)
+	wantCode(t, "commit with the new epoch and nothing open", code, kerr.InvalidTxnState)
+	code, _, _ = h.c.EndTxn("tx", pid, epoch+2, false, true)
+	wantCode(t, "abort with a newer epoch", code, kerr.ProducerFenced)
 }
 
 func TestTxnDescribeAndList(t *testing.T) {

@@ -29,13 +29,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcompatd/kcompatd/partition"
-	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
 // txnProducer is the producer a transactional batch is written for.
 type txnProducer struct {
 	id    int64
 	epoch int16
+	guard *partition.TxnVerificationGuard // nil: not verified
 }
 
 // TxnCommit is who sends a TxnOffsetCommit. Generation, MemberID and
@@ -48,6 +48,12 @@ type TxnCommit struct {
 	Generation      int32
 	MemberID        string
 	InstanceID      *string
+	// Guard is the verification guard taken on the group's
+	// __consumer_offsets partition before the transaction coordinator
+	// vouched for it (partition.Log.StartTxnVerification): the batch
+	// opens no transaction there if the producer's marker came in
+	// between. Nil: not verified, appended unchecked.
+	Guard *partition.TxnVerificationGuard
 }
 
 // TxnOffsetCommit validates the committer and writes the offsets as
@@ -126,19 +132,9 @@ func (g *group) validateTxnCommit(generation int32, memberID string, instanceID 
 func (g *group) txnCommit(txn TxnCommit, parts []commitPart) []int16 {
 	codes := make([]int16, len(parts))
 	if code := g.validateTxnCommit(txn.Generation, txn.MemberID, txn.InstanceID); code != 0 {
-		for i := range codes {
-			codes[i] = code
-		}
-		return codes
+		return fillCodes(codes, code)
 	}
-	recs := make([]recordbatch.Record, 0, len(parts))
-	for i := range parts {
-		if javaLength(parts[i].entry.metadata) > g.c.cfg.OffsetMetadataMaxBytes {
-			codes[i] = kerr.OffsetMetadataTooLarge.Code
-			continue
-		}
-		recs = append(recs, g.offsetRecord(parts[i].tp, &parts[i].entry))
-	}
+	recs := g.offsetRecords(parts, codes)
 	if len(recs) == 0 {
 		return codes
 	}
@@ -146,28 +142,15 @@ func (g *group) txnCommit(txn TxnCommit, parts []commitPart) []int16 {
 	// before its batch is in the log, so a CompleteTxnOffsets racing with
 	// this commit finds the group.
 	pending, opened := g.openTxn(txn.ProducerID)
-	base, err := g.appendBatch(recs, &txnProducer{txn.ProducerID, txn.ProducerEpoch})
+	base, err := g.appendBatch(recs, &txnProducer{txn.ProducerID, txn.ProducerEpoch, txn.Guard})
 	if err != nil {
 		if opened {
 			g.closeTxn(txn.ProducerID)
 		}
 		g.log.Warn().Err(err).Int64("producer_id", txn.ProducerID).Int16("producer_epoch", txn.ProducerEpoch).Msg("writing transactional offset commit failed")
-		code := txnAppendErrorCode(err)
-		for i := range codes {
-			if codes[i] == 0 {
-				codes[i] = code
-			}
-		}
-		return codes
+		return fillCodes(codes, txnAppendErrorCode(err))
 	}
-	next := base
-	for i, p := range parts {
-		if codes[i] == 0 {
-			p.entry.recordOffset = next
-			next++
-			pending[p.tp] = p.entry
-		}
-	}
+	noteWritten(parts, codes, base, pending)
 	return codes
 }
 

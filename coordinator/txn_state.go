@@ -15,6 +15,8 @@ package coordinator
 //	  -> Empty            InitProducerId (epoch bumped; a new producer id
 //	                      once the epoch is exhausted)
 //	  -> Dead             transactional.id.expiration.ms after its last use
+//	  -> PrepareAbort     EndTxn v5 abort with nothing open (TV2; also from
+//	                      CompleteCommit and CompleteAbort)
 //	Ongoing         partitions added; transaction.timeout.ms running from
 //	                the first one
 //	  -> PrepareCommit    EndTxn commit
@@ -97,7 +99,7 @@ func epochExhausted(epoch int16) bool { return epoch >= math.MaxInt16-1 }
 // lastProducerEpoch, which Kafka does not persist either.
 type txnData struct {
 	producerID       int64
-	prevProducerID   int64 // producer id before the last rotation
+	prevProducerID   int64 // producer id before the last transition (differs only right after a rotation)
 	nextProducerID   int64 // TV2: the id taking over once an epoch-exhausting transaction completes
 	producerEpoch    int16
 	lastEpoch        int16 // the epoch before the last bump, for InitProducerId retries

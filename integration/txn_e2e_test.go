@@ -162,10 +162,6 @@ func (r *eosRun) loop(m *eosMember, sess *kgo.GroupTransactSession) {
 		if mode == "stop" {
 			return
 		}
-		if mode == "abandon" && time.Since(modeAt) > 20*time.Second {
-			r.errs.add(fmt.Errorf("%s: polled no records to abandon a transaction with in 20 s", m.name))
-			return
-		}
 		if mode == "" && r.committed.Load() >= r.allowed.Load() && !r.killMid.Load() && !r.killOnEndTxn.Load() {
 			time.Sleep(10 * time.Millisecond)
 			continue
@@ -187,6 +183,14 @@ func (r *eosRun) loop(m *eosMember, sess *kgo.GroupTransactSession) {
 			r.errs.add(fmt.Errorf("%s: fetch %s/%d: %w", m.name, topic, p, err))
 		})
 		if fs.NumRecords() == 0 {
+			if mode == "abandon" && time.Since(modeAt) > 3*time.Second {
+				// This member's partitions are drained (the others are
+				// held back at the run's mark, or a rebalance left it
+				// little): it dies in a transaction of records of its
+				// own instead, which is fenced or timed out the same way.
+				r.abandonSynthetic(m, sess)
+				return
+			}
 			continue
 		}
 		if err := sess.Begin(); err != nil {
@@ -269,6 +273,33 @@ func (r *eosRun) loop(m *eosMember, sess *kgo.GroupTransactSession) {
 			r.finish()
 		}
 	}
+}
+
+// abandonSynthetic leaves a transaction of records made up here (not
+// transformed input) open on the output topic, as a member dying in the
+// middle of it would: written, never ended.
+func (r *eosRun) abandonSynthetic(m *eosMember, sess *kgo.GroupTransactSession) {
+	if err := sess.Begin(); err != nil {
+		r.memberErr(m, fmt.Errorf("begin: %w", err))
+		return
+	}
+	const k = 10
+	for i := 0; i < k; i++ {
+		sess.Produce(context.Background(), &kgo.Record{
+			Topic:     r.out,
+			Partition: 0,
+			Key:       []byte(fmt.Sprintf("abandoned-%s-%d", m.name, i)),
+			Value:     []byte("never committed"),
+		}, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := sess.Client().Flush(ctx); err != nil {
+		r.errs.add(fmt.Errorf("%s: flush before abandoning: %w", m.name, err))
+	}
+	r.abandoned.Add(k)
+	r.abandons.Add(1)
+	r.t.Logf("%s (%s): abandoned a transaction of %d made-up records (no input left to poll)", m.name, m.txnID, k)
 }
 
 // produceInput writes the run's n input records round robin over the

@@ -240,7 +240,6 @@ func TestCreatePartitionsFailures(t *testing.T) {
 		t.Fatalf("%d partitions", n)
 	}
 	// The empty leftover was removed, not set aside.
-	s.bg.Wait()
 	strays, _ := filepath.Glob(filepath.Join(e.dir, "grow-1.*-stray"))
 	if len(strays) != 0 {
 		t.Fatalf("strays %v", strays)

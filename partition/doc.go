@@ -77,7 +77,12 @@
 // ends a transaction; an abort goes into the marker segment's .txnindex.
 // Snapshots are written at each roll and at a clean close; recovery loads
 // the newest one at or below the recovered log end offset and replays the
-// batches after it.
+// batches after it (the .txnindex entries the replay writes are fsynced
+// before the snapshot at the log end that covers them). Transactional
+// batches from verified callers go through AppendVerified with the guard
+// StartTxnVerification gave before the transaction coordinator was asked
+// (Kafka's VerificationGuard): the producer's marker clears it, so a
+// batch verified just before its transaction ended cannot open a new one.
 //
 // # Cleaner and retention
 //

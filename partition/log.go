@@ -77,9 +77,10 @@ type Log struct {
 	pstate  *producerState
 	txnView atomic.Pointer[[]txnSpan]
 	// replayCache holds, while the log is opened, the producer batches
-	// recovery read, so the producer-state replay does not read them
-	// again.
-	replayCache map[*segment][][]byte
+	// recovery read at or after the newest snapshot, so the
+	// producer-state replay does not read them again; bounded by
+	// replayCacheBudget (recovery.go).
+	replayCache *replayCache
 }
 
 // hwMark is the high watermark with its place in the files: the batch that
@@ -170,12 +171,14 @@ func (l *Log) goneErr() error {
 // once the batch is durable per the flush policy. The batch bytes are
 // written as given, in one write.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
-	return l.appendOrigin(batch, recordbatch.OriginClient, nil)
+	return l.appendOrigin(batch, recordbatch.OriginClient, nil, nil)
 }
 
 // appendOrigin is Append for a batch from origin; marker is the batch's
-// transaction marker when the caller built it (WriteTxnMarker).
-func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker) (AppendResult, error) {
+// transaction marker when the caller built it (WriteTxnMarker); guard,
+// if not nil, is the verification a batch starting a transaction must
+// present (AppendVerified).
+func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard) (AppendResult, error) {
 	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
 	h, err := recordbatch.ParseHeader(batch)
 	if err != nil || h.Size() != len(batch) || h.LastOffsetDelta() < 0 {
@@ -201,9 +204,15 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 		return res, err
 	}
 	base := l.leo.Load()
+	if cfg.LogAppendTime() {
+		// Before the producer check: producer state records the append
+		// time (a duplicate's answer, producer expiry), not CreateTime.
+		res.LogAppendTime = l.store.clock.Now().UnixMilli()
+		h.SetLogAppendTime(res.LogAppendTime)
+	}
 	var pinfo *appendInfo
 	if h.ProducerID() >= 0 {
-		dup, info, err := l.producerCheckLocked(h, base, origin, marker)
+		dup, info, err := l.producerCheckLocked(h, base, origin, marker, guard)
 		if err != nil || dup != nil {
 			l.mu.Unlock()
 			if dup == nil {
@@ -223,10 +232,6 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 	}
 	h.SetBaseOffset(base)
 	h.SetLeaderEpoch(leaderEpoch)
-	if cfg.LogAppendTime() {
-		res.LogAppendTime = l.store.clock.Now().UnixMilli()
-		h.SetLogAppendTime(res.LogAppendTime)
-	}
 	size := int64(len(batch))
 
 	if l.shouldRollLocked(h, size, cfg) {

@@ -227,6 +227,19 @@ func (l *Log) loadProducerState(segs []*segment, leo, logStart int64, clean bool
 		if err := l.replayProducers(segs, from, leo); err != nil {
 			return err
 		}
+		// The .txnindex entries replay rebuilt (or cut) must be durable
+		// before a snapshot that covers them: after a power cut the
+		// snapshot would be trusted and read_committed would show the
+		// aborted records. (The snapshot's directory fsync makes a
+		// newly created .txnindex's name durable too.)
+		for i, seg := range segs {
+			if i+1 < len(segs) && segs[i+1].base <= from {
+				continue
+			}
+			if err := seg.syncTxnIndex(); err != nil {
+				return err
+			}
+		}
 		if err := l.writeSnapshot(leo, l.snapshotLocked()); err != nil {
 			return err
 		}
@@ -246,7 +259,7 @@ func (l *Log) replayProducers(segs []*segment, from, leo int64) error {
 		if next <= from {
 			continue
 		}
-		if cached, ok := l.replayCache[seg]; ok {
+		if cached, ok := l.replayCache.batches(seg, from); ok {
 			// Recovery just read this segment and kept its producer
 			// batches.
 			for _, b := range cached {

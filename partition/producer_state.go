@@ -160,10 +160,39 @@ type completedTxn struct {
 type producerState struct {
 	producers map[int64]*producerEntry
 	spans     []txnSpan // sorted by first offset
+	// verifying: the producers whose transaction verification started
+	// while they had no ongoing transaction here (Kafka's
+	// verificationStates); cleared by their next transactional batch.
+	verifying map[int64]*txnVerification
+}
+
+// txnVerification is one producer's verification guard; its identity is
+// the guard.
+type txnVerification struct {
+	startMs int64 // for expiry with the producers
 }
 
 func newProducerState() *producerState {
-	return &producerState{producers: map[int64]*producerEntry{}}
+	return &producerState{producers: map[int64]*producerEntry{}, verifying: map[int64]*txnVerification{}}
+}
+
+// startVerification returns the zero guard if the producer has an ongoing
+// transaction of epoch here, else its verification guard, made if none.
+func (ps *producerState) startVerification(pid int64, epoch int16, nowMs int64) TxnVerificationGuard {
+	if e := ps.producers[pid]; e != nil && e.txnFirstOffset >= 0 && e.epoch == epoch {
+		return TxnVerificationGuard{}
+	}
+	v := ps.verifying[pid]
+	if v == nil {
+		v = &txnVerification{startMs: nowMs}
+		ps.verifying[pid] = v
+	}
+	return TxnVerificationGuard{v}
+}
+
+// verified reports whether guard is the producer's current verification.
+func (ps *producerState) verified(pid int64, guard TxnVerificationGuard) bool {
+	return guard.v != nil && ps.verifying[pid] == guard.v
 }
 
 // appendInfo is a validated update for one batch, applied once the batch
@@ -172,6 +201,7 @@ type appendInfo struct {
 	entry     *producerEntry
 	newTxn    bool          // the batch opens a transaction at its base offset
 	completed *completedTxn // the batch is a marker ending a transaction
+	txnBatch  bool          // transactional: ends the producer's verification
 }
 
 // duplicate reports a client batch that repeats one of the producer's last
@@ -217,7 +247,7 @@ func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker
 				"Invalid coordinator epoch for producer %d at offset %d in partition %s: %d (zombie), %d (current)",
 				pid, firstOffset, tp(), marker.CoordinatorEpoch, cur.coordinatorEpoch))
 		}
-		info := &appendInfo{entry: upd}
+		info := &appendInfo{entry: upd, txnBatch: true}
 		if cur.txnFirstOffset >= 0 {
 			info.completed = &completedTxn{producerID: pid, firstOffset: cur.txnFirstOffset, lastOffset: firstOffset, aborted: !marker.Commit}
 		}
@@ -235,7 +265,7 @@ func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker
 		}
 	}
 	upd.addBatch(epoch, last, lastOffset, h.LastOffsetDelta(), h.MaxTimestamp())
-	info := &appendInfo{entry: upd}
+	info := &appendInfo{entry: upd, txnBatch: h.Transactional()}
 	switch {
 	case upd.txnFirstOffset >= 0 && !h.Transactional():
 		if !replay {
@@ -279,6 +309,11 @@ func checkSequence(cur *producerEntry, epoch int16, firstSeq int32, offset int64
 func (ps *producerState) apply(info *appendInfo, hw int64) (done *completedTxn, lso int64) {
 	e := info.entry
 	ps.producers[e.id] = e
+	if info.txnBatch {
+		// Either the transaction is now open here or it ended: the
+		// verification is used up (as Kafka's appendInfo update).
+		delete(ps.verifying, e.id)
+	}
 	if !info.newTxn && info.completed == nil {
 		return nil, 0 // the transactions holding the LSO are unchanged
 	}
@@ -348,6 +383,11 @@ func (ps *producerState) expire(nowMs, expirationMs int64) int {
 		if e.txnFirstOffset < 0 && nowMs-e.lastTimestamp >= expirationMs {
 			delete(ps.producers, id)
 			n++
+		}
+	}
+	for id, v := range ps.verifying {
+		if nowMs-v.startMs >= expirationMs {
+			delete(ps.verifying, id)
 		}
 	}
 	return n

@@ -78,7 +78,7 @@ func TestDuplicateBatch(t *testing.T) {
 	var bases []int64
 	var times []int64
 	for i := 0; i < 6; i++ {
-		e.clock.Advance(1000)
+		e.clock.Advance(time.Second)
 		r := mustAppend(t, l, pidBatch(t, 9, 0, int32(2*i), 2, false))
 		bases, times = append(bases, r.BaseOffset), append(times, r.LogAppendTime)
 	}

@@ -120,11 +120,15 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	fsys := l.store.fs
 	nowMs := l.store.clock.Now().UnixMilli()
 	cfg := l.cfg.Load()
-	l.replayCache = map[*segment][][]byte{}
-	defer func() { l.replayCache = nil }()
 	if err := l.completeSwaps(); err != nil {
 		return nil, err
 	}
+	snaps, err := l.snapshotOffsets()
+	if err != nil {
+		return nil, err
+	}
+	l.replayCache = newReplayCache(snaps, p.clean)
+	defer func() { l.replayCache = nil }()
 	entries, err := fsys.ReadDir(l.dir)
 	if err != nil {
 		return nil, err
@@ -496,6 +500,8 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 	pos := int64(0)
 	var why error
 	var collected [][]byte
+	var collectedBytes int64
+	overflow := false
 	for pos < size {
 		hb, err := r.get(pos, min(recordbatch.HeaderSize, size-pos))
 		if err != nil {
@@ -530,15 +536,21 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 		if pos == 0 {
 			rollTs = h.MaxTimestamp()
 		}
-		if l.replayCache != nil && h.ProducerID() >= 0 {
+		if rc := l.replayCache; rc != nil && !overflow && h.ProducerID() >= 0 && h.LastOffset() >= rc.from {
 			// Kept for the producer-state replay, which then need not
 			// read this segment again: the header, or a control
-			// batch whole (its marker).
+			// batch whole (its marker). Past the budget the replay
+			// reads the segment again instead.
 			n := int64(recordbatch.HeaderSize)
 			if h.Control() {
 				n = bsz
 			}
-			collected = append(collected, append([]byte(nil), b[:n]...))
+			if collectedBytes+n+replayEntryOverhead > rc.budget {
+				overflow, collected = true, nil
+			} else {
+				collected = append(collected, append([]byte(nil), b[:n]...))
+				collectedBytes += n + replayEntryOverhead
+			}
 		}
 		if bytesSince > int64(cfg.IndexIntervalBytes) && int64(len(offs)) < seg.offIdx.max {
 			offs = append(offs, indexEntry{h.LastOffset(), pos})
@@ -571,13 +583,57 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 		return 0, false, err
 	}
 	seg.size.Store(pos)
-	if l.replayCache != nil {
-		l.replayCache[seg] = collected
+	if rc := l.replayCache; rc != nil && !overflow {
+		rc.segs[seg] = collected
+		rc.budget -= collectedBytes
 	}
 	seg.maxTs, seg.offMaxTs = maxTs, offMaxTs
 	seg.rollTs, seg.rollTsKnown = rollTs, true
 	seg.bytesSinceIndex = bytesSince
 	return next, truncated, nil
+}
+
+// replayCacheBudget bounds the bytes of batch headers recovery keeps for
+// the producer-state replay (a var so tests can make it tiny).
+var replayCacheBudget int64 = 64 << 20
+
+// replayEntryOverhead is what each kept header costs beyond its bytes (a
+// slice header).
+const replayEntryOverhead = 24
+
+// replayCache is the producer batches recovery read, per segment, for the
+// producer-state replay that follows (loadProducerState).
+type replayCache struct {
+	// from: only batches ending at or past it are kept (the newest
+	// snapshot; the replay starts there unless that snapshot turns out
+	// unusable, and then reads the segments again).
+	from   int64
+	budget int64 // bytes left
+	segs   map[*segment][][]byte
+}
+
+// newReplayCache is the cache for a log whose snapshots are at snaps
+// (ascending), or nil when no replay will follow: after a clean shutdown
+// without snapshots the producer state starts empty at the log end.
+func newReplayCache(snaps []int64, clean bool) *replayCache {
+	from := int64(-1)
+	switch {
+	case len(snaps) > 0:
+		from = snaps[len(snaps)-1]
+	case clean:
+		return nil
+	}
+	return &replayCache{from: from, budget: replayCacheBudget, segs: map[*segment][][]byte{}}
+}
+
+// batches returns seg's kept batches if they hold every producer batch
+// ending at or past from.
+func (rc *replayCache) batches(seg *segment, from int64) ([][]byte, bool) {
+	if rc == nil || from < rc.from {
+		return nil, false
+	}
+	b, ok := rc.segs[seg]
+	return b, ok
 }
 
 // chunkReader reads a file in large chunks for a forward scan, counting

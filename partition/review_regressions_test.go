@@ -3,7 +3,6 @@ package partition
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // Regressions found in review, each once a real bug.
@@ -55,9 +54,13 @@ func TestReadAfterSwapOfHighWatermarkSegment(t *testing.T) {
 		for range blocked {
 		}
 	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
+	// The append that was waiting for its fsync during the swap is
+	// acknowledged and readable.
+	if err := <-done; err != nil {
+		t.Fatalf("Append blocked during the swap: %v", err)
+	}
+	if rr, err := l.Read(last.BaseOffset+1, 1<<20, true); err != nil || len(rr.Records) == 0 {
+		t.Fatalf("Read(%d) of the append made during the swap: %d bytes, %v", last.BaseOffset+1, len(rr.Records), err)
 	}
 	s.Close()
 }

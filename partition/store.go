@@ -277,8 +277,12 @@ func (s *Store) sweepDataDir(known map[string]bool) error {
 		case looksLikePartitionDir(name) && s.holdsNoRecords(path):
 			// A topic creation the crash cut short: nothing was ever
 			// appended, so there is nothing to keep.
+			// Removed now, not in the background: the name may be created
+			// again as soon as the store is open.
 			s.logger.Info().Str("dir", name).Msg("removing empty partition directory of a topic not in the catalog")
-			s.removeAsync(path)
+			if err := s.fs.RemoveAll(path); err != nil {
+				return err
+			}
 		case looksLikePartitionDir(name):
 			stray := fmt.Sprintf("%s.%s-stray", path, newUUID().hex())
 			s.logger.Warn().Str("dir", name).Msg("setting aside partition directory of a topic not in the catalog")

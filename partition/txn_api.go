@@ -44,7 +44,39 @@ type ProducerInfo struct {
 // numbers are not (Kafka's AppendOrigin.COORDINATOR), and no duplicate
 // is looked for.
 func (l *Log) AppendWithOrigin(batch []byte, origin recordbatch.Origin) (AppendResult, error) {
-	return l.appendOrigin(batch, origin, nil)
+	return l.appendOrigin(batch, origin, nil, nil)
+}
+
+// TxnVerificationGuard is what StartTxnVerification hands out and
+// AppendVerified checks (Kafka 3.6+'s VerificationGuard). The zero value
+// is Kafka's sentinel: the producer had an ongoing transaction on the
+// partition when verification started, so no new one may be opened with
+// it.
+type TxnVerificationGuard struct{ v *txnVerification }
+
+// StartTxnVerification is called before asking the transaction
+// coordinator whether this partition is in the producer's transaction,
+// and its guard passed to AppendVerified with the batch (Kafka's
+// UnifiedLog.maybeStartTransactionVerification). The producer's marker
+// clears the guard, so a batch verified just before its transaction
+// ended cannot open a transaction here that no coordinator will end.
+// With an ongoing transaction of that epoch already here, the guard is
+// the zero one.
+func (l *Log) StartTxnVerification(producerID int64, producerEpoch int16) TxnVerificationGuard {
+	now := l.store.clock.Now().UnixMilli()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pstate.startVerification(producerID, producerEpoch, now)
+}
+
+// AppendVerified is AppendWithOrigin for a transactional batch verified
+// with the transaction coordinator after StartTxnVerification returned
+// guard: a batch that would open a transaction on the partition fails
+// with ErrInvalidTxnState unless guard is still the producer's current
+// one (Kafka's batchMissingRequiredVerification). A batch continuing the
+// producer's ongoing transaction needs none.
+func (l *Log) AppendVerified(batch []byte, origin recordbatch.Origin, guard TxnVerificationGuard) (AppendResult, error) {
+	return l.appendOrigin(batch, origin, nil, &guard)
 }
 
 // WriteTxnMarker appends the COMMIT or ABORT control batch that ends the
@@ -62,7 +94,7 @@ func (l *Log) WriteTxnMarker(m TxnMarker) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
-	res, err := l.appendOrigin(batch, recordbatch.OriginInternal, &mk)
+	res, err := l.appendOrigin(batch, recordbatch.OriginInternal, &mk, nil)
 	return res.BaseOffset, err
 }
 
@@ -114,8 +146,10 @@ func (l *Log) tpName() string { return fmt.Sprintf("%s-%d", l.topic, l.partition
 // a duplicate of one of the producer's last batches (client batches
 // only) is answered with the original's offsets; otherwise the batch is
 // validated (sequence checks for client batches only) and its update
-// returned for applyProducerLocked. REQUIRES: mu held.
-func (l *Log) producerCheckLocked(h recordbatch.Header, base int64, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker) (*AppendResult, *appendInfo, error) {
+// returned for applyProducerLocked. With a guard, a batch opening a
+// transaction must present the producer's current verification.
+// REQUIRES: mu held.
+func (l *Log) producerCheckLocked(h recordbatch.Header, base int64, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard) (*AppendResult, *appendInfo, error) {
 	client := origin == recordbatch.OriginClient
 	if client {
 		if d, ok := l.pstate.duplicate(h); ok {
@@ -126,6 +160,9 @@ func (l *Log) producerCheckLocked(h recordbatch.Header, base int64, origin recor
 		}
 	}
 	info, err := l.pstate.prepare(h, base, marker, client, false, l.tpName)
+	if err == nil && info.newTxn && guard != nil && !l.pstate.verified(h.ProducerID(), *guard) {
+		return nil, nil, withDetail(ErrInvalidTxnState, "Record was not part of an ongoing transaction")
+	}
 	return nil, info, err
 }
 

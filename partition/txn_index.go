@@ -214,6 +214,13 @@ func (s *segment) syncTxn() error {
 	return s.txn.f.Sync()
 }
 
+// syncTxnIndex is syncTxn taking closeMu.
+func (s *segment) syncTxnIndex() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.syncTxn()
+}
+
 // collectAborted adds the segment's entries that overlap [from, upTo) to
 // out and reports whether the search is complete: an entry's LSO at or
 // past upTo means no later segment holds a transaction that started

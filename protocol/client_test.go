@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator"
 )
 
 // TestFranzGoClient drives the server with franz-go's own client and admin
@@ -223,6 +225,37 @@ func TestMetadataAutoCreateDisabled(t *testing.T) {
 	}
 	if b.store.Topic("missing") != nil {
 		t.Fatal("created")
+	}
+}
+
+// TestMetadataAutoCreatesInternalTopics: naming __consumer_offsets or
+// __transaction_state in an auto-creating Metadata request creates it as
+// its coordinator would (partitions, compact), as Kafka's
+// AutoTopicCreationManager does; without auto-creation it stays missing.
+func TestMetadataAutoCreatesInternalTopics(t *testing.T) {
+	b := startBroker(t, nil)
+	w := dialWire(t, b.addr)
+	ask := func(allow bool, names ...string) *kmsg.MetadataResponse {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(9)
+		req.AllowAutoTopicCreation = allow
+		for _, n := range names {
+			req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: strp(n)})
+		}
+		return w.roundTrip(req).(*kmsg.MetadataResponse)
+	}
+	if r := ask(false, coordinator.OffsetsTopic); r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || b.store.Topic(coordinator.OffsetsTopic) != nil {
+		t.Fatalf("created without auto-creation: %+v", r.Topics)
+	}
+	r := ask(true, coordinator.OffsetsTopic, coordinator.TxnTopic)
+	for i, name := range []string{coordinator.OffsetsTopic, coordinator.TxnTopic} {
+		rt := r.Topics[i]
+		if rt.ErrorCode != 0 || !rt.IsInternal || len(rt.Partitions) != 50 {
+			t.Fatalf("%s: code %d internal %v partitions %d", name, rt.ErrorCode, rt.IsInternal, len(rt.Partitions))
+		}
+		if got := b.store.Topic(name).Overrides["cleanup.policy"]; got != "compact" {
+			t.Fatalf("%s: cleanup.policy %q", name, got)
+		}
 	}
 }
 

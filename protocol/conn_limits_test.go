@@ -241,7 +241,7 @@ func TestQueuedMaxRequestBytes(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	waiting := make(chan struct{}, 8)
 	b := startBrokerPrep(t, func(c *Config) { c.QueuedMaxRequestBytes = limit }, func(s *Server) {
-		s.reqMem.waiting = func() { waiting <- struct{}{} }
+		s.reqMem.freed.waiting = func() { waiting <- struct{}{} }
 		a := s.table[3]
 		orig := a.handle
 		a.handle = func(s *Server, r *Request) (kmsg.Response, error) {

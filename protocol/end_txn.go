@@ -14,9 +14,10 @@ package protocol
 //     answer, so the next request finds the transaction complete (a
 //     marker that fails to write leaves it in Prepare*, answered
 //     CONCURRENT_TRANSACTIONS until the retry succeeds).
-//   - A retry after completion is answered as Kafka does: the same
-//     outcome again is NONE, the other INVALID_TXN_STATE; Prepare* of the
-//     same outcome CONCURRENT_TRANSACTIONS; Empty INVALID_TXN_STATE.
+//   - Below v5 (Kafka's endTransactionWithTV1) a retry after completion
+//     is answered as Kafka does: the same outcome again is NONE, the other
+//     INVALID_TXN_STATE; Prepare* of the same outcome
+//     CONCURRENT_TRANSACTIONS; Empty INVALID_TXN_STATE.
 //   - INVALID_PRODUCER_ID_MAPPING for an unknown id or another producer
 //     id, PRODUCER_FENCED for another epoch (INVALID_PRODUCER_EPOCH below
 //     v2), INVALID_REQUEST for an empty id.
@@ -26,10 +27,19 @@ package protocol
 //   - v2: PRODUCER_FENCED instead of INVALID_PRODUCER_EPOCH
 //   - v3: flexible
 //   - v4: no schema change (TRANSACTION_ABORTABLE, KIP-890)
-//   - v5: KIP-890 part 2: the epoch is bumped by every EndTxn (a new
-//     producer id once exhausted), and ProducerID/ProducerEpoch answer it.
-//     Clients send v5 only when transaction.version 2 is finalized, which
-//     it is not here; a v5 request is still served as Kafka serves it.
+//   - v5: transaction.version 2 rules (KIP-890 part 2, Kafka 4.x's TV2
+//     endTransaction), whatever the finalized transaction.version: every
+//     EndTxn bumps the epoch, the markers carry the bumped epoch, and
+//     ProducerID/ProducerEpoch answer the id and epoch to use next; at
+//     epoch 32766 a new producer id is allocated and answered at epoch 0.
+//     A retry is the request with the epoch one below the current one (or
+//     the rotated-out id at 32766): NONE for the outcome that completed,
+//     with the current id and epoch. With the current epoch, an abort with
+//     no transaction open (Empty, CompleteCommit, CompleteAbort) writes an
+//     empty PrepareAbort/CompleteAbort and bumps the epoch; a commit there
+//     is INVALID_TXN_STATE; a retry epoch in Empty is PRODUCER_FENCED.
+//     Clients send v5 only once transaction.version 2 is finalized, which
+//     it is not here.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -558,14 +558,21 @@ func (s *Server) leaderErrorPartition(p *fetchParams, part int32, code int16, ou
 	return rp
 }
 
-// batchesBelow cuts records before the first batch whose base offset is at
-// or past limit (the LSO for read_committed). The LSO is always at a batch
-// boundary (the first offset of an open transaction, or the high
-// watermark), so no batch straddles it. Only batch headers are looked at.
+// batchesBelow cuts records before the first batch whose last offset is at
+// or past limit (the LSO for read_committed). The LSO is usually a batch
+// boundary, but DeleteRecords can move the log start offset (and so the
+// LSO) into the middle of an open transaction's batch; that batch is not
+// returned, as Kafka returns nothing from the LSO's batch on. Only batch
+// headers are looked at.
 func batchesBelow(records []byte, limit int64) []byte {
 	pos := 0
 	for len(records)-pos >= 12 {
-		if int64(binary.BigEndian.Uint64(records[pos:])) >= limit {
+		base := int64(binary.BigEndian.Uint64(records[pos:]))
+		last := base
+		if len(records)-pos >= 27 {
+			last = base + int64(int32(binary.BigEndian.Uint32(records[pos+23:])))
+		}
+		if base >= limit || last >= limit {
 			return records[:pos]
 		}
 		n := int(int32(binary.BigEndian.Uint32(records[pos+8:])))

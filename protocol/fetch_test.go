@@ -57,6 +57,9 @@ func fakeBatch(base int64, size int) []byte {
 	for i := 12; i < size; i++ {
 		b[i] = byte(i)
 	}
+	if size >= 27 {
+		binary.BigEndian.PutUint32(b[23:], 0) // lastOffsetDelta
+	}
 	return b
 }
 
@@ -607,6 +610,8 @@ func TestFetchReadCommitted(t *testing.T) {
 
 func TestBatchesBelow(t *testing.T) {
 	three := append(append(fakeBatch(0, 20), fakeBatch(5, 30)...), fakeBatch(9, 40)...)
+	straddle := fakeBatch(5, 40) // offsets 5-9
+	binary.BigEndian.PutUint32(straddle[23:], 4)
 	for _, tc := range []struct {
 		name    string
 		records []byte
@@ -622,6 +627,8 @@ func TestBatchesBelow(t *testing.T) {
 		{"partial trailing batch at limit cut", three[:70], 9, 50},
 		{"partial trailing header kept", three[:55], 100, 55},
 		{"negative length", append(fakeBatch(0, 20), 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff), 100, 32},
+		{"batch straddling the limit cut", append(fakeBatch(0, 30), straddle...), 7, 30},
+		{"batch ending below the limit kept", append(fakeBatch(0, 30), straddle...), 10, 70},
 	} {
 		if got := batchesBelow(tc.records, tc.limit); len(got) != tc.want {
 			t.Errorf("%s: %d bytes, want %d", tc.name, len(got), tc.want)

@@ -95,13 +95,10 @@ type connQuotas struct {
 	mu    sync.Mutex
 	total int
 	perIP map[netip.Addr]int
-	// freed is closed when a connection is released, waking every
-	// acceptor waiting for a slot (Kafka's notifyAll). Made only when an
-	// acceptor waits, so releases cost nothing otherwise.
-	freed chan struct{}
-	// waiting is called each time an acceptor starts waiting (tests).
-	waiting func()
-	log     zerolog.Logger
+	// freed wakes every acceptor waiting for a slot when a connection is
+	// released (Kafka's notifyAll).
+	freed wakeup
+	log   zerolog.Logger
 }
 
 func newConnQuotas(l ConnectionLimits) *connQuotas {
@@ -131,20 +128,9 @@ func (q *connQuotas) acquire(ctx context.Context, ip netip.Addr) error {
 			q.log.Info().Int("max_connections", q.max).
 				Msg("max.connections reached; accepting waits until a connection closes")
 		}
-		if q.freed == nil {
-			q.freed = make(chan struct{})
+		if err := q.freed.wait(ctx, &q.mu); err != nil {
+			return err
 		}
-		freed, waiting := q.freed, q.waiting
-		q.mu.Unlock()
-		if waiting != nil {
-			waiting()
-		}
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		q.mu.Lock()
 	}
 	defer q.mu.Unlock()
 	if ip.IsValid() {
@@ -174,10 +160,7 @@ func (q *connQuotas) release(ip netip.Addr) {
 			q.perIP[ip] = n - 1
 		}
 	}
-	if q.freed != nil {
-		close(q.freed)
-		q.freed = nil
-	}
+	q.freed.broadcast()
 }
 
 // remoteIP is the IP of a connection's peer, invalid if it has none
@@ -314,12 +297,9 @@ type requestMemory struct {
 	used  atomic.Int64
 
 	mu sync.Mutex
-	// freed is closed when bytes are released, waking every waiting
-	// reader; made only when one waits.
-	freed chan struct{}
-	// waiting is called each time a reader starts waiting (tests).
-	waiting func()
-	log     zerolog.Logger
+	// freed wakes every waiting reader when bytes are released.
+	freed wakeup
+	log   zerolog.Logger
 }
 
 func newRequestMemory(limit int64, log zerolog.Logger) *requestMemory {
@@ -339,20 +319,9 @@ func (m *requestMemory) acquire(ctx context.Context, n int64) error {
 			m.log.Debug().Int64("queued_max_request_bytes", m.limit).Int64("frame_bytes", n).
 				Msg("queued.max.request.bytes reached; reading waits until a request is handled")
 		}
-		if m.freed == nil {
-			m.freed = make(chan struct{})
+		if err := m.freed.wait(ctx, &m.mu); err != nil {
+			return err
 		}
-		freed, waiting := m.freed, m.waiting
-		m.mu.Unlock()
-		if waiting != nil {
-			waiting()
-		}
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		m.mu.Lock()
 	}
 	m.used.Add(n)
 	m.mu.Unlock()
@@ -366,12 +335,47 @@ func (m *requestMemory) release(n int64) {
 		return
 	}
 	m.mu.Lock()
-	if m.freed != nil {
-		close(m.freed)
-		m.freed = nil
-	}
+	m.freed.broadcast()
 	m.mu.Unlock()
 }
 
 // inUse is the bytes counted now.
 func (m *requestMemory) inUse() int64 { return m.used.Load() }
+
+// wakeup lets goroutines wait, under a mutex, until another goroutine
+// frees something (Kafka's wait/notifyAll). Its channel is made only when
+// someone waits, so a broadcast with no waiter costs nothing.
+type wakeup struct {
+	ch chan struct{}
+	// waiting is called each time a goroutine starts waiting (tests).
+	waiting func()
+}
+
+// wait unlocks mu, waits for the next broadcast or for ctx to end, and
+// then relocks mu, unless ctx ended (its error is returned, mu unlocked).
+// REQUIRES: mu held.
+func (w *wakeup) wait(ctx context.Context, mu *sync.Mutex) error {
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	ch, waiting := w.ch, w.waiting
+	mu.Unlock()
+	if waiting != nil {
+		waiting()
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	mu.Lock()
+	return nil
+}
+
+// broadcast wakes every waiter. REQUIRES: the mutex wait was given, held.
+func (w *wakeup) broadcast() {
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}

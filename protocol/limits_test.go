@@ -181,7 +181,7 @@ func TestMaxConnectionsWaitsForAClose(t *testing.T) {
 	l := DefaultConnectionLimits()
 	l.MaxConnections = 1
 	b, _ := limitsBroker(t, l, func(s *Server) {
-		s.quotas.waiting = func() { waiting <- struct{}{} }
+		s.quotas.freed.waiting = func() { waiting <- struct{}{} }
 	})
 	a := dialWire(t, b.addr)
 	a.roundTrip(apiVersionsReq(3))
@@ -210,7 +210,7 @@ func TestMaxConnectionsZeroAndClose(t *testing.T) {
 	l := DefaultConnectionLimits()
 	l.MaxConnections = 0
 	b, _ := limitsBroker(t, l, func(s *Server) {
-		s.quotas.waiting = func() { waiting <- struct{}{} }
+		s.quotas.freed.waiting = func() { waiting <- struct{}{} }
 	})
 	w := dialWire(t, b.addr)
 	w.send(apiVersionsReq(3))

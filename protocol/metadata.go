@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
 )
 
@@ -203,8 +204,26 @@ func (s *Server) metadataNamedTopic(name string, autoCreate bool) kmsg.MetadataR
 	if err := partition.ValidateTopicName(name); err != nil {
 		return missing(kerr.InvalidTopicException.Code)
 	}
-	if !autoCreate || partition.IsInternalTopic(name) {
+	if !autoCreate {
 		return missing(kerr.UnknownTopicOrPartition.Code)
+	}
+	if partition.IsInternalTopic(name) {
+		// As Kafka's AutoTopicCreationManager: an internal topic is
+		// created by its coordinator, with its partitions and configs.
+		var t *partition.Topic
+		var err error
+		switch {
+		case name == coordinator.OffsetsTopic && s.groups != nil:
+			t, err = s.groups.EnsureOffsetsTopic()
+		case name == coordinator.TxnTopic && s.txns != nil:
+			t, err = s.txns.EnsureTxnTopic()
+		default:
+			return missing(kerr.UnknownTopicOrPartition.Code)
+		}
+		if err != nil {
+			return missing(s.errorCode(err))
+		}
+		return s.metadataTopic(t)
 	}
 	t, err := s.store.CreateTopic(name, s.cfg.NumPartitions, nil, false)
 	if err != nil {

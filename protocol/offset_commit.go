@@ -41,6 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/partition"
 )
 
 func init() { register(8, 0, 9, handleOffsetCommit) }
@@ -60,26 +61,10 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 		codes[i] = make([]int16, len(t.Partitions))
 		topic := s.store.Topic(t.Topic)
 		for j, p := range t.Partitions {
-			switch {
-			case s.groups == nil:
-				codes[i][j] = coordinatorNotAvailable
-			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			default:
-				codes[i][j] = -1
-				cp := coordinator.CommitPartition{
-					Topic:           t.Topic,
-					Partition:       p.Partition,
-					Offset:          p.Offset,
-					LeaderEpoch:     p.LeaderEpoch,
-					CommitTimestamp: now,
-					ExpireTimestamp: -1,
-				}
+			cp, code := s.commitPartition(topic, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
+			if codes[i][j] = code; code == -1 {
 				if r.Version < 6 {
 					cp.LeaderEpoch = -1
-				}
-				if p.Metadata != nil {
-					cp.Metadata = *p.Metadata
 				}
 				if r.Version == 1 && p.Timestamp != -1 {
 					cp.CommitTimestamp = p.Timestamp
@@ -113,4 +98,28 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// commitPartition checks one partition of an offset commit, plain or
+// transactional: a code other than -1 answers it at once; -1 hands cp to
+// the group coordinator.
+func (s *Server) commitPartition(topic *partition.Topic, name string, part int32, offset int64, leaderEpoch int32, metadata *string, now int64) (coordinator.CommitPartition, int16) {
+	switch {
+	case s.groups == nil:
+		return coordinator.CommitPartition{}, coordinatorNotAvailable
+	case topic == nil || part < 0 || int(part) >= len(topic.Partitions):
+		return coordinator.CommitPartition{}, kerr.UnknownTopicOrPartition.Code
+	}
+	cp := coordinator.CommitPartition{
+		Topic:           name,
+		Partition:       part,
+		Offset:          offset,
+		LeaderEpoch:     leaderEpoch,
+		CommitTimestamp: now,
+		ExpireTimestamp: -1,
+	}
+	if metadata != nil {
+		cp.Metadata = *metadata
+	}
+	return cp, -1
 }

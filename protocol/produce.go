@@ -34,7 +34,10 @@ package protocol
 //   - A transactional batch is first verified with the transaction
 //     coordinator (Config.VerifyTxnPartition, Kafka 3.6+'s verification):
 //     its error code is the partition's answer; without a coordinator it
-//     is INVALID_TXN_STATE.
+//     is INVALID_TXN_STATE. A verification guard taken on the partition
+//     before asking (partition.Log.StartTxnVerification) makes a batch
+//     that would open a transaction fail with INVALID_TXN_STATE if the
+//     producer's marker was written in between.
 //   - Batches with a producer id go through the partition's producer
 //     state (partition/producer_state.go): a duplicate of one of the
 //     producer's last five batches is answered with the original's base
@@ -214,10 +217,14 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 	h := recordbatch.Header(batch)
 	cfg := topic.Config
 
+	var guard *partition.TxnVerificationGuard
 	if h.Transactional() && len(batch) >= recordbatch.HeaderSize {
 		// Kafka verifies with the transaction coordinator that the
 		// partition is part of the producer's ongoing transaction before
-		// appending (KIP-890 part 1).
+		// appending (KIP-890 part 1). The guard, taken first, makes the
+		// append fail if the transaction ended in between.
+		g := log.StartTxnVerification(h.ProducerID(), h.ProducerEpoch())
+		guard = &g
 		code := kerr.InvalidTxnState.Code
 		if verify := s.cfg.VerifyTxnPartition; verify != nil && txnID != nil {
 			code = verify(*txnID, h.ProducerID(), h.ProducerEpoch(), topic.Name, rp.Partition)
@@ -275,7 +282,12 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		batch = rebuilt
 	}
 
-	res, err := log.Append(batch)
+	var res partition.AppendResult
+	if guard != nil {
+		res, err = log.AppendVerified(batch, recordbatch.OriginClient, *guard)
+	} else {
+		res, err = log.Append(batch)
+	}
 	if err != nil {
 		sp := fail(s.errorCode(err))
 		if !errors.Is(err, partition.ErrRecordTooLarge) && !errors.Is(err, partition.ErrCorruptBatch) {

@@ -28,6 +28,10 @@ package protocol
 //     INVALID_PRODUCER_EPOCH) and stay pending until the transaction
 //     coordinator writes the producer's marker there: visible to
 //     OffsetFetch on commit, dropped on abort (coordinator/txn_offsets.go).
+//     A verification guard taken on that partition before asking the
+//     transaction coordinator makes the batch fail with INVALID_TXN_STATE
+//     rather than open a transaction there if the producer's marker was
+//     written in between (Kafka 3.6+'s VerificationGuard).
 //
 // Version notes:
 //   - v0-1: COORDINATOR_LOAD_IN_PROGRESS answered as
@@ -45,6 +49,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/partition"
 )
 
 func init() { register(28, 0, 5, handleTxnOffsetCommit) }
@@ -64,26 +69,10 @@ func handleTxnOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 		codes[i] = make([]int16, len(t.Partitions))
 		topic := s.store.Topic(t.Topic)
 		for j, p := range t.Partitions {
-			switch {
-			case s.groups == nil:
-				codes[i][j] = coordinatorNotAvailable
-			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			default:
-				codes[i][j] = -1
-				cp := coordinator.CommitPartition{
-					Topic:           t.Topic,
-					Partition:       p.Partition,
-					Offset:          p.Offset,
-					LeaderEpoch:     p.LeaderEpoch,
-					CommitTimestamp: now,
-					ExpireTimestamp: -1,
-				}
+			cp, code := s.commitPartition(topic, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
+			if codes[i][j] = code; code == -1 {
 				if r.Version < 2 {
 					cp.LeaderEpoch = -1
-				}
-				if p.Metadata != nil {
-					cp.Metadata = *p.Metadata
 				}
 				parts = append(parts, cp)
 			}
@@ -100,7 +89,9 @@ func handleTxnOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 		if r.Version >= 3 {
 			txn.Generation, txn.MemberID, txn.InstanceID = req.Generation, req.MemberID, req.InstanceID
 		}
-		if code := s.verifyTxnOffsets(r.Version, req); code != 0 {
+		code, guard := s.verifyTxnOffsets(r.Version, req)
+		txn.Guard = guard
+		if code != 0 {
 			partCodes = make([]int16, len(parts))
 			for i := range partCodes {
 				partCodes[i] = code
@@ -134,28 +125,35 @@ func handleTxnOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 // __consumer_offsets partition is in the producer's ongoing transaction,
 // and maps its answer as Kafka's AddPartitionsToTxnManager does for the
 // group coordinator. An empty group id is left to the coordinator
-// (INVALID_GROUP_ID comes first in Kafka 4.x).
-func (s *Server) verifyTxnOffsets(v int16, req *kmsg.TxnOffsetCommitRequest) int16 {
+// (INVALID_GROUP_ID comes first in Kafka 4.x). The guard, taken on the
+// partition before asking, goes with the append (Kafka's
+// maybeStartTransactionVerificationForPartition).
+func (s *Server) verifyTxnOffsets(v int16, req *kmsg.TxnOffsetCommitRequest) (int16, *partition.TxnVerificationGuard) {
 	if req.Group == "" {
-		return 0
+		return 0, nil
 	}
 	if s.txns == nil {
-		return coordinatorNotAvailable
+		return coordinatorNotAvailable, nil
 	}
 	t, err := s.groups.EnsureOffsetsTopic()
 	if err != nil {
-		return coordinatorNotAvailable
+		return coordinatorNotAvailable, nil
 	}
 	tp := coordinator.TopicPartition{Topic: coordinator.OffsetsTopic, Partition: coordinator.PartitionFor(req.Group, int32(len(t.Partitions)))}
+	var guard *partition.TxnVerificationGuard
+	if req.ProducerID >= 0 {
+		g := t.Partitions[tp.Partition].StartTxnVerification(req.ProducerID, req.ProducerEpoch)
+		guard = &g
+	}
 	switch code := s.txns.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []coordinator.TopicPartition{tp})[0]; code {
 	case kerr.ProducerFenced.Code:
-		return kerr.InvalidProducerEpoch.Code
+		return kerr.InvalidProducerEpoch.Code, nil
 	case kerr.TransactionAbortable.Code:
 		if v < 4 {
-			return kerr.InvalidTxnState.Code
+			return kerr.InvalidTxnState.Code, nil
 		}
-		return code
+		return code, nil
 	default:
-		return code
+		return code, guard
 	}
 }
