@@ -16,10 +16,9 @@ package coordinator
 // commit makes them committed offsets, except where a regular commit
 // written after them is already there (the offset of the record in
 // __consumer_offsets decides, as Kafka's replayEndTransactionMarker); an
-// abort drops them. Loading replays the same rules from the log.
-//
-// CONTRACT (session 2): CompleteTxnOffsets's signature is fixed (the
-// transaction coordinator calls it).
+// abort drops them. Loading replays the same rules from the log. The
+// transaction coordinator calls CompleteTxnOffsets after each marker it
+// writes to __consumer_offsets.
 
 import (
 	"context"
