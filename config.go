@@ -141,9 +141,12 @@ type Config struct {
 	SocketRequestMaxBytes int32
 	// QueuedMaxRequestBytes bounds the bytes of request frames read and
 	// not yet handled, across all connections; beyond it reading waits
-	// (queued.max.request.bytes; Kafka's default is -1, unbounded, ours
-	// 268435456; zero or negative: unbounded; otherwise at least
-	// socket.request.max.bytes).
+	// (queued.max.request.bytes; -1, unbounded, by default as in Kafka:
+	// zero or negative: unbounded; otherwise at least
+	// socket.request.max.bytes). Not bounded by default because a frame
+	// read ahead behind a long-waiting request (a Fetch long poll, a
+	// JoinGroup) stays counted while it waits, so a few such connections
+	// could stall every reader.
 	QueuedMaxRequestBytes int64
 	// ConnectionsMaxIdleMs closes a connection that has had no request
 	// in flight and no bytes received for this long, in milliseconds
@@ -286,7 +289,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckIntervalMs:    600000,
 		OffsetMetadataMaxBytes:             4096,
 		SocketRequestMaxBytes:              104857600,
-		QueuedMaxRequestBytes:              268435456,
+		QueuedMaxRequestBytes:              -1,
 		ConnectionsMaxIdleMs:               600000,
 		MaxConnections:                     math.MaxInt32,
 		MaxConnectionsPerIP:                math.MaxInt32,

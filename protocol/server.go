@@ -16,10 +16,13 @@
 // read buffer, and one response being written (a Fetch response at most
 // fetch.max.bytes, 55 MiB, of record bytes; the encode buffer is kept
 // between responses only up to 1 MiB). Across connections, request frames
-// read and not yet handled are bounded by queued.max.request.bytes
-// (requestMemory, limits.go): past it, readers wait before reading the next
-// body. A client that never reads its responses holds its one response and
-// one frame read ahead until connections.max.idle.ms closes it.
+// read and not yet handled can be bounded by queued.max.request.bytes
+// (requestMemory, limits.go; unbounded by default, as in Kafka): past it,
+// readers wait before reading the next body. A frame read ahead counts
+// until its own handler returns, so it stays counted behind a long poll;
+// and the frame being answered is held, uncounted, while its response is
+// written. A client that never reads its responses holds its one response
+// and its frames until connections.max.idle.ms closes it.
 //
 // Peer going away: at the end of stream (the peer shut down its write
 // side, or closed: a read cannot tell them apart) the requests already
@@ -115,8 +118,11 @@ type Config struct {
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// request frames read and not yet handled, across all connections,
 	// beyond which reading waits (requestMemory in limits.go). Kafka's
-	// default is -1, unbounded; ours is DefaultQueuedMaxRequestBytes,
-	// which zero also means. Negative: unbounded.
+	// default is -1, unbounded, and so is DefaultQueuedMaxRequestBytes,
+	// which zero also means. Negative: unbounded. A frame read ahead
+	// behind a long-waiting request (a Fetch long poll, a JoinGroup) stays
+	// counted while it waits, so a small pool can stall readers until
+	// that request ends.
 	QueuedMaxRequestBytes int64
 	// VerifyTxnPartition is the transaction coordinator's answer to
 	// "is this partition part of the producer's ongoing transaction?",
@@ -136,10 +142,9 @@ type Config struct {
 const (
 	DefaultMaxRequestBytes      = 100 << 20 // socket.request.max.bytes
 	DefaultMaxDecompressedBytes = 64 << 20
-	// DefaultQueuedMaxRequestBytes bounds request memory where Kafka
-	// does not: with socket.request.max.bytes, at most 356 MiB of request
-	// frames are held however many clients send at once.
-	DefaultQueuedMaxRequestBytes = 256 << 20
+	// DefaultQueuedMaxRequestBytes is Kafka's default: unbounded (each
+	// connection still holds at most two request frames).
+	DefaultQueuedMaxRequestBytes = -1
 )
 
 // DefaultConfig returns Kafka's defaults for the settings in Config.
