@@ -205,16 +205,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, version int16, groupID 
 		// Kafka validates nothing for an empty commit either.
 		return nil
 	}
-	ps := make([]commitPart, len(parts))
-	for i, p := range parts {
-		ps[i] = commitPart{
-			tp: topicPartition{p.Topic, p.Partition},
-			entry: offsetEntry{
-				offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata,
-				commitTimestamp: p.CommitTimestamp, expireTimestamp: p.ExpireTimestamp,
-			},
-		}
-	}
+	ps := commitParts(parts)
 	var codes []int16
 	ok := c.onGroup(ctx, groupID, generation < 0, func(g *group) {
 		codes = g.commit(generation, memberID, instanceID, ps)
@@ -406,4 +397,19 @@ func (c *Coordinator) TopicDeleted(ctx context.Context, topic string) {
 			}
 		}
 	}
+}
+
+// commitParts is what a group stores for each partition of a commit.
+func commitParts(parts []CommitPartition) []commitPart {
+	ps := make([]commitPart, len(parts))
+	for i, p := range parts {
+		ps[i] = commitPart{
+			tp: topicPartition{p.Topic, p.Partition},
+			entry: offsetEntry{
+				offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata,
+				commitTimestamp: p.CommitTimestamp, expireTimestamp: p.ExpireTimestamp,
+			},
+		}
+	}
+	return ps
 }

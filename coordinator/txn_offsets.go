@@ -81,15 +81,9 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, groupID string, txn T
 		// transaction answers).
 		return fill(kerr.InvalidProducerIDMapping.Code)
 	}
-	ps := make([]commitPart, len(parts))
-	for i, p := range parts {
-		ps[i] = commitPart{
-			tp: topicPartition{p.Topic, p.Partition},
-			entry: offsetEntry{
-				offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata,
-				commitTimestamp: p.CommitTimestamp, expireTimestamp: -1,
-			},
-		}
+	ps := commitParts(parts)
+	for i := range ps {
+		ps[i].entry.expireTimestamp = -1 // transactional commits never set one
 	}
 	var codes []int16
 	// As Kafka 4.x: an unknown group is created for a commit from outside

@@ -49,7 +49,7 @@ type Log struct {
 	flushed  atomic.Int64               // recovery point: offsets below it are fsynced
 	gone     atomic.Bool                // closed or deleted: reads fail
 	deleted  atomic.Bool                // the topic was deleted
-	waitCh   atomic.Pointer[chan struct{}]
+	waitCh   atomic.Pointer[waiters]
 
 	// Group commit: one fsync at a time; appenders that arrive while it
 	// runs wait for the next one, which covers all of them.
@@ -124,25 +124,43 @@ func (l *Log) RecoveryPoint() int64 { return l.flushed.Load() }
 // Wait returns a channel closed by the next append that moves the high
 // watermark (or by the log's close or deletion), for long-polling fetches.
 // Callers check Offsets after taking the channel, so no append is missed.
-func (l *Log) Wait() <-chan struct{} { return *l.waitCh.Load() }
+func (l *Log) Wait() <-chan struct{} {
+	w := l.waitCh.Load()
+	w.taken.Store(true)
+	return w.ch
+}
 
-// notify wakes every waiter.
+// waiters is one generation of Wait's channel. taken records that Wait
+// handed it out, so that an append nobody waits for allocates nothing.
+type waiters struct {
+	ch    chan struct{}
+	taken atomic.Bool
+}
+
+func newWaiters() *waiters { return &waiters{ch: make(chan struct{})} }
+
+// notify wakes every waiter. A generation not taken is left in place: a
+// Wait that takes it afterwards reads Offsets after this append's high
+// watermark, which was published before notify ran.
 func (l *Log) notify() {
-	ch := make(chan struct{})
-	old := l.waitCh.Swap(&ch)
-	close(*old)
+	if w := l.waitCh.Load(); w.taken.Load() {
+		if l.waitCh.CompareAndSwap(w, newWaiters()) {
+			close(w.ch)
+		}
+	}
 }
 
 // closeWaiters wakes every waiter for good: later Wait calls return a
 // closed channel.
 func (l *Log) closeWaiters() {
-	ch := make(chan struct{})
-	close(ch)
-	old := l.waitCh.Swap(&ch)
+	done := newWaiters()
+	close(done.ch)
+	done.taken.Store(true)
+	old := l.waitCh.Swap(done)
 	select {
-	case <-*old:
+	case <-old.ch:
 	default:
-		close(*old)
+		close(old.ch)
 	}
 }
 

@@ -66,8 +66,7 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 	}
 	l.fcond = sync.NewCond(&l.fmu)
 	l.closing = make(chan struct{})
-	ch := make(chan struct{})
-	l.waitCh.Store(&ch)
+	l.waitCh.Store(newWaiters())
 	cfg := p.cfg
 	l.cfg.Store(&cfg)
 	l.hw.Store(&hwMark{})
