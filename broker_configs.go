@@ -1,36 +1,29 @@
 package kcompatd
 
-import "github.com/kcompatd/kcompatd/protocol"
+import (
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol"
+)
 
-// brokerConfigs lists the static properties for DescribeConfigs. A
-// property counts as set (Kafka's STATIC_BROKER_CONFIG) when its value
-// differs from kcompatd's default; ParseConfig does not keep which
-// properties were named, and one set to its default value reads the same.
+// brokerConfigs lists the static properties for DescribeConfigs: the
+// catalog's, then the broker defaults of topic configs (their other names,
+// log.retention.hours, protocol lists at their defaults: LogDefaults holds
+// the setting under its first name). A property counts as set (Kafka's STATIC_BROKER_CONFIG) when
+// its value differs from kcompatd's default; ParseConfig does not keep
+// which properties were named, and one set to its default value reads the
+// same.
 func (c *Config) brokerConfigs() []protocol.BrokerConfig {
 	d := DefaultConfig()
-	defaults := map[string]string{}
-	for _, p := range d.Properties() {
-		defaults[p[0]] = p[1]
+	var out []protocol.BrokerConfig
+	add := func(def protocol.BrokerConfig) { out = append(out, def) }
+	for i := range properties {
+		p := &properties[i]
+		v := p.get(c)
+		add(protocol.BrokerConfig{Def: p.Def, Value: v, Set: v != p.get(&d)})
 	}
-	types := map[string]string{}
-	for _, p := range properties {
-		switch p.field(c).(type) {
-		case *bool:
-			types[p.name] = "BOOLEAN"
-		case *int32:
-			types[p.name] = "INT"
-		case *int64:
-			types[p.name] = "LONG"
-		case *float64:
-			types[p.name] = "DOUBLE"
-		default:
-			types[p.name] = "STRING"
-		}
-	}
-	props := c.Properties()
-	out := make([]protocol.BrokerConfig, 0, len(props))
-	for _, p := range props {
-		out = append(out, protocol.BrokerConfig{Name: p[0], Value: p[1], Default: defaults[p[0]], Set: p[1] != defaults[p[0]], Type: types[p[0]]})
+	for _, b := range partition.BrokerLogConfigs() {
+		v := c.logDefault(b)
+		add(protocol.BrokerConfig{Def: b.Def, Value: v, Set: v != d.logDefault(b)})
 	}
 	return out
 }

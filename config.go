@@ -3,7 +3,6 @@ package kcompatd
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 )
 
@@ -165,68 +165,19 @@ type Config struct {
 	// resolved at start-up) (max.connections.per.ip.overrides, default
 	// empty).
 	MaxConnectionsPerIPOverrides string
-	// MessageMaxBytes bounds a produced batch, in bytes; it is the
-	// broker default of the topic config max.message.bytes
-	// (message.max.bytes, default 1048588).
-	MessageMaxBytes int32
-
-	// Broker defaults of topic configs; each topic's own setting (the
-	// name after "log.") overrides them.
-
-	// LogSegmentBytes is the size at which a segment is rolled, in bytes
-	// (log.segment.bytes, default 1073741824, at least 14).
-	LogSegmentBytes int32
-	// LogRollMs is the age at which a segment is rolled, in milliseconds
-	// (log.roll.ms, else log.roll.hours; default 168 hours).
-	LogRollMs int64
-	// LogIndexSizeMaxBytes bounds a segment's offset index, in bytes
-	// (log.index.size.max.bytes, default 10485760, at least 4).
-	LogIndexSizeMaxBytes int32
-	// LogIndexIntervalBytes is the bytes of batches between offset
-	// index entries (log.index.interval.bytes, default 4096).
-	LogIndexIntervalBytes int32
-	// LogFlushIntervalMessages fsyncs a log after this many messages
-	// (log.flush.interval.messages, default 9223372036854775807: never,
-	// leaving it to the OS; 1 fsyncs every append).
-	LogFlushIntervalMessages int64
-	// LogFlushIntervalMs fsyncs a log whose oldest unflushed message is
-	// this old, in milliseconds (log.flush.interval.ms, default
-	// 9223372036854775807: never).
-	LogFlushIntervalMs int64
+	// LogDefaults are the broker properties that give topic configs
+	// their defaults (log.segment.bytes, log.retention.ms,
+	// message.max.bytes, compression.type, ...: partition's topic config
+	// catalog lists them), by property name, as a properties file gives
+	// them; nil or missing entries: Kafka's defaults. ParseConfig leaves
+	// each under the name its setting goes by, in the topic config's unit
+	// (log.retention.hours=2 becomes log.retention.ms=7200000).
+	LogDefaults map[string]string
 	// LogFlushOffsetCheckpointIntervalMs is how often the recovery-point
 	// and log-start-offset checkpoints are written, in milliseconds
 	// (log.flush.offset.checkpoint.interval.ms, default 60000; at least
 	// 1, where Kafka takes 0 to mean once).
 	LogFlushOffsetCheckpointIntervalMs int32
-	// LogMessageTimestampType is CreateTime or LogAppendTime
-	// (log.message.timestamp.type, default CreateTime).
-	LogMessageTimestampType string
-	// LogRetentionMs is how long a log keeps data, in milliseconds, -1
-	// for ever (log.retention.ms, else log.retention.minutes, else
-	// log.retention.hours; default 168 hours). Kafka reads any negative
-	// value as -1.
-	LogRetentionMs int64
-	// LogRetentionBytes bounds a partition's size, in bytes, -1 for no
-	// bound (log.retention.bytes, default -1).
-	LogRetentionBytes int64
-	// LogCleanupPolicy is delete, compact or compact,delete
-	// (log.cleanup.policy, default delete).
-	LogCleanupPolicy string
-	// LogCleanerDeleteRetentionMs is how long tombstones survive
-	// compaction, in milliseconds (log.cleaner.delete.retention.ms,
-	// default 86400000).
-	LogCleanerDeleteRetentionMs int64
-	// LogCleanerMinCompactionLagMs is the minimum age of a record before
-	// it may be compacted, in milliseconds
-	// (log.cleaner.min.compaction.lag.ms, default 0).
-	LogCleanerMinCompactionLagMs int64
-	// LogCleanerMaxCompactionLagMs is the maximum time a record stays
-	// uncompacted, in milliseconds (log.cleaner.max.compaction.lag.ms,
-	// default 9223372036854775807).
-	LogCleanerMaxCompactionLagMs int64
-	// LogCleanerMinCleanableRatio is the dirty ratio above which a log
-	// is compacted (log.cleaner.min.cleanable.ratio, default 0.5).
-	LogCleanerMinCleanableRatio float64
 	// LogCleanerEnable runs the log cleaner (log.cleaner.enable, default
 	// true). Without it compacted logs get neither compaction nor
 	// retention, as in Kafka.
@@ -248,14 +199,6 @@ type Config struct {
 	// that are not compacted, in milliseconds
 	// (log.retention.check.interval.ms, default 300000).
 	LogRetentionCheckIntervalMs int64
-	// LogSegmentDeleteDelayMs is how long a deleted segment's files are
-	// kept (renamed .deleted), in milliseconds
-	// (log.segment.delete.delay.ms, default 60000).
-	LogSegmentDeleteDelayMs int64
-	// CompressionType is the codec batches are stored with: producer
-	// (as produced), uncompressed, gzip, snappy, lz4 or zstd
-	// (compression.type, default producer).
-	CompressionType string
 
 	// KafkaVersion caps the API versions the broker advertises and
 	// serves at those of a Kafka release, such as "3.5" or "2.8.1"
@@ -268,91 +211,16 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// DefaultConfig returns Kafka's defaults, with kcompatd's data dir and
-// listener defaults.
+// DefaultConfig returns the defaults of the property catalog: Kafka's,
+// with kcompatd's data dir and listener defaults.
 func DefaultConfig() Config {
-	return Config{
-		LogDirs:                            "/tmp/kcompatd-logs",
-		Listeners:                          "PLAINTEXT://localhost:9092",
-		ListenerSecurityProtocolMap:        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-		NodeID:                             1,
-		NumPartitions:                      1,
-		AutoCreateTopicsEnable:             true,
-		DeleteTopicEnable:                  true,
-		DefaultReplicationFactor:           1,
-		OffsetsTopicNumPartitions:          50,
-		GroupInitialRebalanceDelayMs:       3000,
-		GroupMinSessionTimeoutMs:           6000,
-		GroupMaxSessionTimeoutMs:           1800000,
-		GroupMaxSize:                       math.MaxInt32,
-		OffsetsRetentionMinutes:            10080,
-		OffsetsRetentionCheckIntervalMs:    600000,
-		OffsetMetadataMaxBytes:             4096,
-		SocketRequestMaxBytes:              104857600,
-		QueuedMaxRequestBytes:              -1,
-		ConnectionsMaxIdleMs:               600000,
-		MaxConnections:                     math.MaxInt32,
-		MaxConnectionsPerIP:                math.MaxInt32,
-		MessageMaxBytes:                    1048588,
-		LogSegmentBytes:                    1 << 30,
-		LogRollMs:                          168 * 3600000,
-		LogIndexSizeMaxBytes:               10 << 20,
-		LogIndexIntervalBytes:              4096,
-		LogFlushIntervalMessages:           math.MaxInt64,
-		LogFlushIntervalMs:                 math.MaxInt64,
-		LogFlushOffsetCheckpointIntervalMs: 60000,
-		LogMessageTimestampType:            "CreateTime",
-		LogRetentionMs:                     168 * 3600000,
-		LogRetentionBytes:                  -1,
-		LogCleanupPolicy:                   "delete",
-		LogCleanerDeleteRetentionMs:        86400000,
-		LogCleanerMinCompactionLagMs:       0,
-		LogCleanerMaxCompactionLagMs:       math.MaxInt64,
-		LogCleanerMinCleanableRatio:        0.5,
-		LogCleanerEnable:                   true,
-		LogCleanerThreads:                  1,
-		LogCleanerBackoffMs:                15000,
-		LogCleanerDedupeBufferSize:         128 << 20,
-		LogCleanerIoMaxBytesPerSecond:      math.MaxFloat64,
-		LogRetentionCheckIntervalMs:        300000,
-		LogSegmentDeleteDelayMs:            60000,
-		CompressionType:                    "producer",
-
-		// The transaction coordinator (TransactionStateManagerConfig,
-		// TransactionLogConfig).
-		TransactionMaxTimeoutMs:                   900000,
-		TransactionStateLogNumPartitions:          50,
-		TransactionStateLogSegmentBytes:           104857600,
-		TransactionAbortTimedOutCleanupIntervalMs: 10000,
-		TransactionRemoveExpiredCleanupIntervalMs: 3600000,
-		TransactionalIDExpirationMs:               604800000,
-		ProducerIDExpirationMs:                    86400000,
-		ProducerIDExpirationCheckIntervalMs:       600000,
+	var c Config
+	for _, p := range properties {
+		if err := p.set(&c, p.Default); err != nil {
+			panic("kcompatd: default of " + p.Name + ": " + err.Error())
+		}
 	}
-}
-
-// TopicDefaults returns the broker-level topic config defaults as the
-// storage engine takes them.
-func (c *Config) TopicDefaults() partition.LogConfig {
-	return partition.LogConfig{
-		SegmentBytes:         c.LogSegmentBytes,
-		SegmentMs:            c.LogRollMs,
-		SegmentIndexBytes:    c.LogIndexSizeMaxBytes,
-		IndexIntervalBytes:   c.LogIndexIntervalBytes,
-		FlushMessages:        c.LogFlushIntervalMessages,
-		FlushMs:              c.LogFlushIntervalMs,
-		MaxMessageBytes:      c.MessageMaxBytes,
-		MessageTimestampType: c.LogMessageTimestampType,
-		CompressionType:      c.CompressionType,
-		CleanupPolicy:        c.LogCleanupPolicy,
-		RetentionMs:          c.LogRetentionMs,
-		RetentionBytes:       c.LogRetentionBytes,
-		DeleteRetentionMs:    c.LogCleanerDeleteRetentionMs,
-		MinCompactionLagMs:   c.LogCleanerMinCompactionLagMs,
-		MaxCompactionLagMs:   c.LogCleanerMaxCompactionLagMs,
-		MinCleanableRatio:    c.LogCleanerMinCleanableRatio,
-		FileDeleteDelayMs:    c.LogSegmentDeleteDelayMs,
-	}
+	return c
 }
 
 // ConfigError is one invalid setting.
@@ -383,89 +251,306 @@ const (
 	WarnSingleNode = "ignoring property that has no effect on a single-node broker"
 )
 
-// property is one supported Kafka property: its name, a pointer to the
-// Config field it sets and how.
+// property is one broker property of the root Config: its definition
+// (name, type, default, range, Kafka's documentation) and the field it
+// sets. The broker properties that give topic configs their defaults are
+// partition's (partition.BrokerLogConfigs) and land in Config.LogDefaults.
 type property struct {
-	name string
-	// field returns a pointer to the field: *string, *int32, *int64,
-	// *bool or *float64.
+	configdef.Def
+	// field returns a pointer to the field: *string for STRING, *bool
+	// for BOOLEAN, *int32 for INT, *int64 for LONG, *float64 for DOUBLE.
 	field func(c *Config) any
-	// scale multiplies an integer given in a coarser unit into the
-	// field's milliseconds (log.retention.hours: 3600000); 0 means 1.
-	scale int64
-	// synonym marks a secondary name, overridden by the primary one
-	// when both are set; Properties does not list it.
-	synonym bool
+	// synonyms are older names of the property (log.dir for log.dirs),
+	// which set it when the property itself is not given.
+	synonyms []string
+	// check is a rule beyond the range, usually across fields: the reason
+	// the value is invalid, or "".
+	check func(c *Config) string
+	// note is kcompatd's one-line description, and defaultNote the
+	// default as README words it where the value alone does not say it.
+	note, defaultNote string
 }
 
-// properties lists every supported property. ParseConfig applies the
-// given ones in this order, so a synonym comes before the name that wins
-// over it (log.retention.hours < log.retention.minutes < log.retention.ms).
+// properties is the broker's property catalog, in README's order.
 var properties = []property{
-	{name: "log.dir", field: func(c *Config) any { return &c.LogDirs }, synonym: true},
-	{name: "log.dirs", field: func(c *Config) any { return &c.LogDirs }},
-	{name: "listeners", field: func(c *Config) any { return &c.Listeners }},
-	{name: "advertised.listeners", field: func(c *Config) any { return &c.AdvertisedListeners }},
-	{name: "listener.security.protocol.map", field: func(c *Config) any { return &c.ListenerSecurityProtocolMap }},
-	{name: "controller.listener.names", field: func(c *Config) any { return &c.ControllerListenerNames }},
-	{name: "broker.id", field: func(c *Config) any { return &c.NodeID }, synonym: true},
-	{name: "node.id", field: func(c *Config) any { return &c.NodeID }},
-	{name: "broker.rack", field: func(c *Config) any { return &c.BrokerRack }},
-	{name: "num.partitions", field: func(c *Config) any { return &c.NumPartitions }},
-	{name: "auto.create.topics.enable", field: func(c *Config) any { return &c.AutoCreateTopicsEnable }},
-	{name: "delete.topic.enable", field: func(c *Config) any { return &c.DeleteTopicEnable }},
-	{name: "default.replication.factor", field: func(c *Config) any { return &c.DefaultReplicationFactor }},
-	{name: "offsets.topic.num.partitions", field: func(c *Config) any { return &c.OffsetsTopicNumPartitions }},
-	{name: "group.initial.rebalance.delay.ms", field: func(c *Config) any { return &c.GroupInitialRebalanceDelayMs }},
-	{name: "group.min.session.timeout.ms", field: func(c *Config) any { return &c.GroupMinSessionTimeoutMs }},
-	{name: "group.max.session.timeout.ms", field: func(c *Config) any { return &c.GroupMaxSessionTimeoutMs }},
-	{name: "group.max.size", field: func(c *Config) any { return &c.GroupMaxSize }},
-	{name: "offsets.retention.minutes", field: func(c *Config) any { return &c.OffsetsRetentionMinutes }},
-	{name: "offsets.retention.check.interval.ms", field: func(c *Config) any { return &c.OffsetsRetentionCheckIntervalMs }},
-	{name: "offset.metadata.max.bytes", field: func(c *Config) any { return &c.OffsetMetadataMaxBytes }},
-	{name: "transaction.max.timeout.ms", field: func(c *Config) any { return &c.TransactionMaxTimeoutMs }},
-	{name: "transaction.state.log.num.partitions", field: func(c *Config) any { return &c.TransactionStateLogNumPartitions }},
-	{name: "transaction.state.log.segment.bytes", field: func(c *Config) any { return &c.TransactionStateLogSegmentBytes }},
-	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", field: func(c *Config) any { return &c.TransactionAbortTimedOutCleanupIntervalMs }},
-	{name: "transaction.remove.expired.transaction.cleanup.interval.ms", field: func(c *Config) any { return &c.TransactionRemoveExpiredCleanupIntervalMs }},
-	{name: "transactional.id.expiration.ms", field: func(c *Config) any { return &c.TransactionalIDExpirationMs }},
-	{name: "producer.id.expiration.ms", field: func(c *Config) any { return &c.ProducerIDExpirationMs }},
-	{name: "producer.id.expiration.check.interval.ms", field: func(c *Config) any { return &c.ProducerIDExpirationCheckIntervalMs }},
-	{name: "socket.request.max.bytes", field: func(c *Config) any { return &c.SocketRequestMaxBytes }},
-	{name: "queued.max.request.bytes", field: func(c *Config) any { return &c.QueuedMaxRequestBytes }},
-	{name: "connections.max.idle.ms", field: func(c *Config) any { return &c.ConnectionsMaxIdleMs }},
-	{name: "max.connections", field: func(c *Config) any { return &c.MaxConnections }},
-	{name: "max.connections.per.ip", field: func(c *Config) any { return &c.MaxConnectionsPerIP }},
-	{name: "max.connections.per.ip.overrides", field: func(c *Config) any { return &c.MaxConnectionsPerIPOverrides }},
-	{name: "message.max.bytes", field: func(c *Config) any { return &c.MessageMaxBytes }},
-	{name: "log.segment.bytes", field: func(c *Config) any { return &c.LogSegmentBytes }},
-	{name: "log.roll.hours", field: func(c *Config) any { return &c.LogRollMs }, scale: 3600000, synonym: true},
-	{name: "log.roll.ms", field: func(c *Config) any { return &c.LogRollMs }},
-	{name: "log.index.size.max.bytes", field: func(c *Config) any { return &c.LogIndexSizeMaxBytes }},
-	{name: "log.index.interval.bytes", field: func(c *Config) any { return &c.LogIndexIntervalBytes }},
-	{name: "log.flush.interval.messages", field: func(c *Config) any { return &c.LogFlushIntervalMessages }},
-	{name: "log.flush.interval.ms", field: func(c *Config) any { return &c.LogFlushIntervalMs }},
-	{name: "log.flush.offset.checkpoint.interval.ms", field: func(c *Config) any { return &c.LogFlushOffsetCheckpointIntervalMs }},
-	{name: "log.message.timestamp.type", field: func(c *Config) any { return &c.LogMessageTimestampType }},
-	{name: "log.retention.hours", field: func(c *Config) any { return &c.LogRetentionMs }, scale: 3600000, synonym: true},
-	{name: "log.retention.minutes", field: func(c *Config) any { return &c.LogRetentionMs }, scale: 60000, synonym: true},
-	{name: "log.retention.ms", field: func(c *Config) any { return &c.LogRetentionMs }},
-	{name: "log.retention.bytes", field: func(c *Config) any { return &c.LogRetentionBytes }},
-	{name: "log.cleanup.policy", field: func(c *Config) any { return &c.LogCleanupPolicy }},
-	{name: "log.cleaner.delete.retention.ms", field: func(c *Config) any { return &c.LogCleanerDeleteRetentionMs }},
-	{name: "log.cleaner.min.compaction.lag.ms", field: func(c *Config) any { return &c.LogCleanerMinCompactionLagMs }},
-	{name: "log.cleaner.max.compaction.lag.ms", field: func(c *Config) any { return &c.LogCleanerMaxCompactionLagMs }},
-	{name: "log.cleaner.min.cleanable.ratio", field: func(c *Config) any { return &c.LogCleanerMinCleanableRatio }},
-	{name: "log.cleaner.enable", field: func(c *Config) any { return &c.LogCleanerEnable }},
-	{name: "log.cleaner.threads", field: func(c *Config) any { return &c.LogCleanerThreads }},
-	{name: "log.cleaner.backoff.ms", field: func(c *Config) any { return &c.LogCleanerBackoffMs }},
-	{name: "log.cleaner.dedupe.buffer.size", field: func(c *Config) any { return &c.LogCleanerDedupeBufferSize }},
-	{name: "log.cleaner.io.max.bytes.per.second", field: func(c *Config) any { return &c.LogCleanerIoMaxBytesPerSecond }},
-	{name: "log.retention.check.interval.ms", field: func(c *Config) any { return &c.LogRetentionCheckIntervalMs }},
-	{name: "log.segment.delete.delay.ms", field: func(c *Config) any { return &c.LogSegmentDeleteDelayMs }},
-	{name: "compression.type", field: func(c *Config) any { return &c.CompressionType }},
-	{name: "kcompatd.kafka.version", field: func(c *Config) any { return &c.KafkaVersion }},
+	{
+		Def: configdef.Def{Name: "log.dirs", Type: configdef.String, Default: "/tmp/kcompatd-logs", NullDefault: true,
+			Doc: "A comma-separated list of the directories where the log data is stored. If not set, the value in log.dir is used."},
+		field:       func(c *Config) any { return &c.LogDirs },
+		synonyms:    []string{"log.dir"},
+		check:       checkLogDirs,
+		defaultNote: "`/tmp/kcompatd-logs` (Kafka: `/tmp/kafka-logs`)",
+		note:        "the data directory; exactly one",
+	},
+	{
+		Def: configdef.Def{Name: "listeners", Type: configdef.String, Default: "PLAINTEXT://localhost:9092",
+			Doc: "Listener List - Comma-separated list of URIs we will listen on and the listener names."},
+		field:       func(c *Config) any { return &c.Listeners },
+		defaultNote: "`PLAINTEXT://localhost:9092` (Kafka: `PLAINTEXT://:9092`)",
+		note:        "`NAME://host:port`; an empty host binds every interface, a host name each address it resolves to (`localhost`: 127.0.0.1 and ::1, so clients that try ::1 first connect too), port 0 a free port. Exactly one client listener, security protocol PLAINTEXT",
+	},
+	{
+		Def: configdef.Def{Name: "advertised.listeners", Type: configdef.String, NullDefault: true,
+			Doc: "Listeners to publish to ZooKeeper for clients to use, if different than the listeners config property."},
+		field:       func(c *Config) any { return &c.AdvertisedListeners },
+		defaultNote: "the bound listener",
+		note:        "what Metadata tells clients; port 0 means the bound port; without it an empty host advertises the machine's host name, and `0.0.0.0` is refused, as in Kafka",
+	},
+	{
+		Def: configdef.Def{Name: "listener.security.protocol.map", Type: configdef.String, Default: "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+			Doc: "Map between listener names and security protocols."},
+		field: func(c *Config) any { return &c.ListenerSecurityProtocolMap },
+		note:  "listener name to security protocol; only PLAINTEXT is served",
+	},
+	{
+		Def: configdef.Def{Name: "controller.listener.names", Type: configdef.String, NullDefault: true,
+			Doc: "A comma-separated list of the names of the listeners used by the controller."},
+		field: func(c *Config) any { return &c.ControllerListenerNames },
+		note:  "KRaft controller listeners: skipped (logged), so a combined-mode `server.properties` works",
+	},
+	{
+		Def: configdef.Def{Name: "node.id", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(0),
+			Doc: "The node ID associated with the roles this process is playing when process.roles is non-empty."},
+		field:       func(c *Config) any { return &c.NodeID },
+		synonyms:    []string{"broker.id"},
+		defaultNote: "`1` (Kafka requires one)",
+		note:        "the broker id in Metadata; at least 0",
+	},
+	{
+		Def: configdef.Def{Name: "broker.rack", Type: configdef.String, NullDefault: true,
+			Doc: "Rack of the broker. This will be used in rack aware replication assignment for fault tolerance."},
+		field: func(c *Config) any { return &c.BrokerRack },
+		note:  "the rack Metadata reports",
+	},
+	{
+		Def: configdef.Def{Name: "num.partitions", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(1),
+			Doc: "The default number of log partitions per topic"},
+		field: func(c *Config) any { return &c.NumPartitions },
+		note:  "partitions of auto-created topics and of CreateTopics with -1",
+	},
+	{
+		Def: configdef.Def{Name: "auto.create.topics.enable", Type: configdef.Boolean, Default: "true",
+			Doc: "Enable auto creation of topic on the server."},
+		field: func(c *Config) any { return &c.AutoCreateTopicsEnable },
+		note:  "create unknown topics that a Metadata request names (as Kafka, Produce alone does not create them)",
+	},
+	{
+		Def: configdef.Def{Name: "delete.topic.enable", Type: configdef.Boolean, Default: "true",
+			Doc: "Enables delete topic. Delete topic through the admin tool will have no effect if this config is turned off"},
+		field: func(c *Config) any { return &c.DeleteTopicEnable },
+		note:  "allow DeleteTopics",
+	},
+	{
+		Def: configdef.Def{Name: "default.replication.factor", Type: configdef.Int, Default: "1",
+			Doc: "The replication factor for automatically created topics, and for topics created with -1 as the replication factor"},
+		field: func(c *Config) any { return &c.DefaultReplicationFactor },
+		check: checkReplicationFactor,
+		note:  "one broker holds one replica: 1 is the only valid value",
+	},
+	{
+		Def: configdef.Def{Name: "offsets.topic.num.partitions", Type: configdef.Int, Default: "50", Range: configdef.AtLeast(1),
+			Doc: "The number of partitions for the offset commit topic (should not change after deployment)."},
+		field: func(c *Config) any { return &c.OffsetsTopicNumPartitions },
+		note:  "partitions of `__consumer_offsets`, created (compacted) on the first FindCoordinator for a group",
+	},
+	{
+		Def: configdef.Def{Name: "group.initial.rebalance.delay.ms", Type: configdef.Int, Default: "3000", Range: configdef.AtLeast(0),
+			Doc: "The amount of time the group coordinator will wait for more consumers to join a new group before performing the first rebalance. A longer delay means potentially fewer rebalances, but increases the time until processing begins."},
+		field: func(c *Config) any { return &c.GroupInitialRebalanceDelayMs },
+		note:  "ms a new group waits for members before its first rebalance",
+	},
+	{
+		Def: configdef.Def{Name: "group.min.session.timeout.ms", Type: configdef.Int, Default: "6000", Range: configdef.AtLeast(0),
+			Doc: "The minimum allowed session timeout for registered consumers. Shorter timeouts result in quicker failure detection at the cost of more frequent consumer heartbeating, which can overwhelm broker resources."},
+		field: func(c *Config) any { return &c.GroupMinSessionTimeoutMs },
+		note:  "shortest member session timeout accepted, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.max.session.timeout.ms", Type: configdef.Int, Default: "1800000",
+			Doc: "The maximum allowed session timeout for registered consumers. Longer timeouts give consumers more time to process messages in between heartbeats at the cost of a longer time to detect failures."},
+		field: func(c *Config) any { return &c.GroupMaxSessionTimeoutMs },
+		check: checkMaxSessionTimeout,
+		note:  "longest member session timeout accepted, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.max.size", Type: configdef.Int, Default: "2147483647", Range: configdef.AtLeast(1),
+			Doc: "The maximum number of consumers that a single consumer group can accommodate."},
+		field: func(c *Config) any { return &c.GroupMaxSize },
+		note:  "most members in one group",
+	},
+	{
+		Def: configdef.Def{Name: "offsets.retention.minutes", Type: configdef.Int, Default: "10080", Range: configdef.AtLeast(1),
+			Doc: "For subscribed consumers, committed offset of a specific partition will be expired and discarded when 1) this retention period has elapsed after the consumer group loses all its consumers (i.e. becomes empty); 2) this retention period has elapsed since the last time an offset is committed for the partition and the group is no longer subscribed to the corresponding topic. For standalone consumers (using manual assignment), offsets will be expired after this retention period has elapsed since the time of last commit. Note that when a group is deleted via the delete-group request, its committed offsets will also be deleted without extra retention period; also when a topic is deleted via the delete-topic request, upon propagated metadata update any group's committed offsets for that topic will also be deleted without extra retention period."},
+		field: func(c *Config) any { return &c.OffsetsRetentionMinutes },
+		note:  "minutes committed offsets are kept after their group became empty (for groups that only commit: after the commit), KIP-211",
+	},
+	{
+		Def: configdef.Def{Name: "offsets.retention.check.interval.ms", Type: configdef.Long, Default: "600000", Range: configdef.AtLeast(1),
+			Doc: "Frequency at which to check for stale offsets"},
+		field: func(c *Config) any { return &c.OffsetsRetentionCheckIntervalMs },
+		note:  "ms between offset expiry checks",
+	},
+	{
+		Def: configdef.Def{Name: "offset.metadata.max.bytes", Type: configdef.Int, Default: "4096", Range: configdef.AtLeast(0),
+			Doc: "The maximum size for a metadata entry associated with an offset commit."},
+		field: func(c *Config) any { return &c.OffsetMetadataMaxBytes },
+		note:  "longest metadata of a committed offset, bytes",
+	},
+	{
+		Def: configdef.Def{Name: "transaction.max.timeout.ms", Type: configdef.Int, Default: "900000", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.TransactionMaxTimeoutMs },
+		note:  "largest `transaction.timeout.ms` a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)",
+	},
+	{
+		Def: configdef.Def{Name: "transaction.state.log.num.partitions", Type: configdef.Int, Default: "50", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.TransactionStateLogNumPartitions },
+		note:  "partitions of `__transaction_state` when it is created",
+	},
+	{
+		Def: configdef.Def{Name: "transaction.state.log.segment.bytes", Type: configdef.Int, Default: "104857600", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.TransactionStateLogSegmentBytes },
+		note:  "`segment.bytes` of `__transaction_state`",
+	},
+	{
+		Def: configdef.Def{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: configdef.Int, Default: "10000", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.TransactionAbortTimedOutCleanupIntervalMs },
+		note:  "ms between aborts of transactions past their timeout (their producers are fenced)",
+	},
+	{
+		Def: configdef.Def{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: configdef.Int, Default: "3600000", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.TransactionRemoveExpiredCleanupIntervalMs },
+		note:  "ms between removals of expired transactional ids",
+	},
+	{
+		Def: configdef.Def{Name: "transactional.id.expiration.ms", Type: configdef.Int, Default: "604800000", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.TransactionalIDExpirationMs },
+		note:  "ms a transactional id with no transaction in progress is kept after its last use",
+	},
+	{
+		Def: configdef.Def{Name: "producer.id.expiration.ms", Type: configdef.Int, Default: "86400000", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.ProducerIDExpirationMs },
+		note:  "ms a partition keeps an idempotent producer's state (sequence numbers, for duplicate detection) after its last batch's timestamp; never while its transaction is open",
+	},
+	{
+		Def: configdef.Def{Name: "producer.id.expiration.check.interval.ms", Type: configdef.Int, Default: "600000", Range: configdef.AtLeast(1),
+			Doc: ""},
+		field: func(c *Config) any { return &c.ProducerIDExpirationCheckIntervalMs },
+		note:  "ms between removals of expired producer state",
+	},
+	{
+		Def: configdef.Def{Name: "socket.request.max.bytes", Type: configdef.Int, Default: "104857600", Range: configdef.AtLeast(1),
+			Doc: "The maximum number of bytes in a socket request"},
+		field: func(c *Config) any { return &c.SocketRequestMaxBytes },
+		note:  "largest request frame, bytes",
+	},
+	{
+		Def: configdef.Def{Name: "queued.max.request.bytes", Type: configdef.Long, Default: "-1",
+			Doc: ""},
+		field: func(c *Config) any { return &c.QueuedMaxRequestBytes },
+		check: checkQueuedMaxRequestBytes,
+		note:  "bytes of request frames read and not yet handled, across all connections; beyond it reading waits until a request is handled (a frame is admitted while any room is left, so one frame may overshoot); zero or negative: unbounded; otherwise at least `socket.request.max.bytes`. Unlike Kafka, a connection reads one frame ahead of the request it serves, and that frame stays counted while the request waits (a Fetch long poll): set it well above `socket.request.max.bytes` times the connections that pipeline behind long polls",
+	},
+	{
+		Def: configdef.Def{Name: "connections.max.idle.ms", Type: configdef.Long, Default: "600000",
+			Doc: "Idle connections timeout: the server socket processor threads close the connections that idle more than this"},
+		field: func(c *Config) any { return &c.ConnectionsMaxIdleMs },
+		check: checkConnectionsMaxIdle,
+		note:  "close a connection with no request in flight and no bytes received for this long, ms (a long-polling Fetch is not idle); negative: never; otherwise above 100 (Kafka's `failed.authentication.delay.ms`)",
+	},
+	{
+		Def: configdef.Def{Name: "max.connections", Type: configdef.Int, Default: "2147483647", Range: configdef.AtLeast(0),
+			Doc: "The maximum number of connections we allow in the broker at any time. This limit is applied in addition to any per-ip limits configured using max.connections.per.ip. New connections are blocked if the broker limit is reached."},
+		field: func(c *Config) any { return &c.MaxConnections },
+		note:  "most connections at once; at the limit the next one is accepted but not served until another closes, as Kafka's acceptor blocks; at least 0",
+	},
+	{
+		Def: configdef.Def{Name: "max.connections.per.ip", Type: configdef.Int, Default: "2147483647", Range: configdef.AtLeast(0),
+			Doc: "The maximum number of connections we allow from each ip address. This can be set to 0 if there are overrides configured using max.connections.per.ip.overrides property. New connections from the ip address are dropped if the limit is reached."},
+		field: func(c *Config) any { return &c.MaxConnectionsPerIP },
+		check: checkMaxConnectionsPerIP,
+		note:  "most connections from one address; a new one over it is closed at once, the address's others keep working; at least 0, and 0 only with overrides",
+	},
+	{
+		Def: configdef.Def{Name: "max.connections.per.ip.overrides", Type: configdef.String,
+			Doc: "A comma-separated list of per-ip or hostname overrides to the default maximum number of connections. An example value is \"hostName:100,127.0.0.1:200\""},
+		field: func(c *Config) any { return &c.MaxConnectionsPerIPOverrides },
+		check: checkConnectionOverrides,
+		note:  "`host:count,...` overriding `max.connections.per.ip` per IP address or host name (every address it resolves to at start-up)",
+	},
+	{
+		Def: configdef.Def{Name: "log.flush.offset.checkpoint.interval.ms", Type: configdef.Int, Default: "60000", Range: configdef.AtLeast(1),
+			Doc: "The frequency with which we update the persistent record of the last flush which acts as the log recovery point."},
+		field: func(c *Config) any { return &c.LogFlushOffsetCheckpointIntervalMs },
+		note:  "how often the recovery-point and log-start-offset checkpoints are written, ms",
+	},
+	{
+		Def: configdef.Def{Name: "log.cleaner.enable", Type: configdef.Boolean, Default: "true",
+			Doc: "Enable the log cleaner process to run on the server. Should be enabled if using any topics with a cleanup.policy=compact including the internal offsets topic. If disabled those topics will not be compacted and continually grow in size."},
+		field: func(c *Config) any { return &c.LogCleanerEnable },
+		note:  "run the log cleaner; without it compacted topics get neither compaction nor retention",
+	},
+	{
+		Def: configdef.Def{Name: "log.cleaner.threads", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(1),
+			Doc: "The number of background threads to use for log cleaning"},
+		field: func(c *Config) any { return &c.LogCleanerThreads },
+		note:  "cleaner threads",
+	},
+	{
+		Def: configdef.Def{Name: "log.cleaner.backoff.ms", Type: configdef.Long, Default: "15000", Range: configdef.AtLeast(0),
+			Doc: "The amount of time to sleep when there are no logs to clean"},
+		field: func(c *Config) any { return &c.LogCleanerBackoffMs },
+		note:  "a cleaner thread's sleep when nothing needs cleaning, ms",
+	},
+	{
+		Def: configdef.Def{Name: "log.cleaner.dedupe.buffer.size", Type: configdef.Long, Default: "134217728",
+			Doc: "The total memory used for log deduplication across all cleaner threads"},
+		field: func(c *Config) any { return &c.LogCleanerDedupeBufferSize },
+		check: checkDedupeBufferSize,
+		note:  "memory of the cleaners' offset maps (24 bytes a key), bytes",
+	},
+	{
+		Def: configdef.Def{Name: "log.cleaner.io.max.bytes.per.second", Type: configdef.Double, Default: "1.7976931348623157E308",
+			Doc: "The log cleaner will be throttled so that the sum of its read and write i/o will be less than this value on average"},
+		field:       func(c *Config) any { return &c.LogCleanerIoMaxBytesPerSecond },
+		check:       checkPositive,
+		defaultNote: "unlimited",
+		note:        "cap on the cleaners' reads",
+	},
+	{
+		Def: configdef.Def{Name: "log.retention.check.interval.ms", Type: configdef.Long, Default: "300000", Range: configdef.AtLeast(1),
+			Doc: "The frequency in milliseconds that the log cleaner checks whether any log is eligible for deletion"},
+		field: func(c *Config) any { return &c.LogRetentionCheckIntervalMs },
+		note:  "how often retention runs over non-compacted topics, ms",
+	},
+	{
+		Def: configdef.Def{Name: "kcompatd.kafka.version", Type: configdef.String, NullDefault: true,
+			Doc: "kcompatd's own: caps the advertised and served API versions at those of this Kafka release (empty: every version kcompatd implements)."},
+		field:       func(c *Config) any { return &c.KafkaVersion },
+		check:       checkKafkaVersion,
+		defaultNote: "empty: everything implemented",
+		note:        "caps the advertised and served API versions at a Kafka release, e.g. `3.5`, `2.8.1`, `0.11.0` (franz-go's `kversion` tables), to test a client against an older Kafka; an API the release lacks is neither advertised nor served (before 0.11 there is no Produce v3, so nothing can be produced)",
+	},
 }
+
+// propertyByName indexes properties by name and synonym.
+var propertyByName = func() map[string]*property {
+	m := map[string]*property{}
+	for i := range properties {
+		p := &properties[i]
+		m[p.Name] = p
+		for _, s := range p.synonyms {
+			m[s] = p
+		}
+	}
+	return m
+}()
 
 // singleNodeProperties are Kafka properties that mean something only in
 // a cluster (or to the JVM broker's thread pools): accepted with a
@@ -483,7 +568,6 @@ var singleNodeProperties = map[string]bool{
 	"offsets.topic.replication.factor":                 true,
 	"transaction.state.log.replication.factor":         true,
 	"transaction.state.log.min.isr":                    true,
-	"min.insync.replicas":                              true,
 	"share.coordinator.state.topic.replication.factor": true,
 	"share.coordinator.state.topic.min.isr":            true,
 }
@@ -495,21 +579,35 @@ var singleNodeProperties = map[string]bool{
 func ParseConfig(props map[string]string) (Config, []ConfigWarning, error) {
 	c := DefaultConfig()
 	var errs []*ConfigError
-	known := map[string]bool{}
-	for _, p := range properties {
-		known[p.name] = true
-		v, ok := props[p.name]
-		if !ok {
-			continue
+	given := map[string]string{} // property name -> the name it was given by
+	for i := range properties {
+		p := &properties[i]
+		// The property itself wins over its synonyms, a synonym listed
+		// first over one listed later.
+		names := append([]string{p.Name}, p.synonyms...)
+		for _, n := range names {
+			v, ok := props[n]
+			if !ok {
+				continue
+			}
+			given[p.Name] = n
+			if err := p.set(&c, v); err != nil {
+				errs = append(errs, &ConfigError{Property: n, Value: v, Reason: err.Error()})
+			}
+			break
 		}
-		if err := p.set(&c, v); err != nil {
-			errs = append(errs, &ConfigError{Property: p.name, Value: v, Reason: err.Error()})
-		}
+	}
+	logDefaults, logErrs := partition.ParseBrokerLogConfigs(props)
+	for _, err := range logErrs {
+		errs = append(errs, asConfigError(err))
+	}
+	if len(logDefaults) > 0 {
+		c.LogDefaults = logDefaults
 	}
 	var warnings []ConfigWarning
 	for name := range props {
 		switch {
-		case known[name]:
+		case propertyByName[name] != nil, partition.IsBrokerLogConfig(name):
 		case singleNodeProperties[name]:
 			warnings = append(warnings, ConfigWarning{Property: name, Reason: WarnSingleNode})
 		case strings.HasPrefix(name, "kcompatd."):
@@ -521,50 +619,31 @@ func ParseConfig(props map[string]string) (Config, []ConfigWarning, error) {
 	}
 	sort.Slice(warnings, func(i, j int) bool { return warnings[i].Property < warnings[j].Property })
 
-	// Kafka reads any negative retention as "no limit".
-	if c.LogRetentionMs < 0 {
-		c.LogRetentionMs = -1
-	}
-	if c.LogRetentionBytes < 0 {
-		c.LogRetentionBytes = -1
-	}
-
 	// Check ranges only for what parsed: a value that did not parse has
 	// already been reported, and its field still holds the default.
+	reported := map[string]bool{}
+	for _, e := range errs {
+		reported[e.Property] = true
+	}
 	for _, e := range c.validate() {
-		dup := false
-		for _, prev := range errs {
-			dup = dup || prev.Property == e.Property
+		name := e.Property
+		if n, ok := given[name]; ok {
+			name = n
 		}
-		if !dup {
-			e.Property = givenName(&c, props, e.Property)
-			e.Value = props[e.Property]
+		if !reported[name] {
+			e.Property, e.Value = name, props[name]
 			errs = append(errs, e)
 		}
 	}
 	return c, warnings, joinConfigErrors(errs)
 }
 
-// givenName returns the name under which the setting of primary was
-// given: primary itself, or the synonym (log.retention.hours) the user
-// wrote instead.
-func givenName(c *Config, props map[string]string, primary string) string {
-	if _, ok := props[primary]; ok {
-		return primary
+// asConfigError words a configdef error (or another) as a ConfigError.
+func asConfigError(err error) *ConfigError {
+	if e, ok := configdef.AsError(err); ok {
+		return &ConfigError{Property: e.Name, Value: e.Value, Reason: e.Reason}
 	}
-	var field any
-	for _, p := range properties {
-		if p.name == primary {
-			field = p.field(c)
-		}
-	}
-	for i := len(properties) - 1; i >= 0; i-- { // the last applied synonym won
-		p := properties[i]
-		if _, ok := props[p.name]; ok && field != nil && p.synonym && p.field(c) == field {
-			return p.name
-		}
-	}
-	return primary
+	return &ConfigError{Reason: err.Error()}
 }
 
 func joinConfigErrors(errs []*ConfigError) error {
@@ -579,81 +658,78 @@ func joinConfigErrors(errs []*ConfigError) error {
 	return errors.Join(all...)
 }
 
-// set parses v into the property's field. Kafka trims values and parses
-// booleans case-insensitively.
-func (p property) set(c *Config, v string) error {
-	v = strings.TrimSpace(v)
+// set parses v by the property's definition into its field.
+func (p *property) set(c *Config, v string) error {
+	val, err := p.Parse(v)
+	if err != nil {
+		if e, ok := configdef.AsError(err); ok {
+			return errors.New(e.Reason)
+		}
+		return err
+	}
 	switch f := p.field(c).(type) {
 	case *string:
-		*f = v
+		*f = val.Text
 	case *bool:
-		switch {
-		case strings.EqualFold(v, "true"):
-			*f = true
-		case strings.EqualFold(v, "false"):
-			*f = false
-		default:
-			return errors.New("expected true or false")
-		}
+		*f = val.Bool
 	case *int32:
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			return errors.New("expected a 32-bit integer")
-		}
-		*f = int32(n)
+		*f = int32(val.Int)
 	case *int64:
-		if p.scale != 0 {
-			// Kafka takes hours and minutes as 32-bit ints; times the
-			// scale they cannot overflow 64 bits.
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return errors.New("expected a 32-bit integer")
-			}
-			*f = n * p.scale
-			return nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return errors.New("expected a 64-bit integer")
-		}
-		*f = n
+		*f = val.Int
 	case *float64:
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return errors.New("expected a number")
-		}
-		*f = n
+		*f = val.Float
 	default:
-		panic("kcompatd: property " + p.name + " has an unsupported field type")
+		panic("kcompatd: property " + p.Name + " has an unsupported field type")
 	}
 	return nil
+}
+
+// get prints the property's field as Kafka prints the value.
+func (p *property) get(c *Config) string {
+	var v configdef.Value
+	switch f := p.field(c).(type) {
+	case *string:
+		v.Text = *f
+	case *bool:
+		v.Bool = *f
+	case *int32:
+		v.Int = int64(*f)
+	case *int64:
+		v.Int = *f
+	case *float64:
+		v.Float = *f
+	}
+	if p.Type == configdef.Double {
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	}
+	return p.Print(v)
 }
 
 // Properties returns the effective configuration by Kafka's property
 // names (synonyms left out), sorted by name: what --check-config prints.
 func (c *Config) Properties() [][2]string {
 	var out [][2]string
-	for _, p := range properties {
-		if p.synonym {
-			continue
-		}
-		var v string
-		switch f := p.field(c).(type) {
-		case *string:
-			v = *f
-		case *bool:
-			v = strconv.FormatBool(*f)
-		case *int32:
-			v = strconv.FormatInt(int64(*f), 10)
-		case *int64:
-			v = strconv.FormatInt(*f, 10)
-		case *float64:
-			v = strconv.FormatFloat(*f, 'g', -1, 64)
-		}
-		out = append(out, [2]string{p.name, v})
+	for i := range properties {
+		out = append(out, [2]string{properties[i].Name, properties[i].get(c)})
+	}
+	for _, b := range partition.BrokerLogConfigs() {
+		out = append(out, [2]string{b.Name, c.logDefault(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
+}
+
+// logDefault is a broker default of a topic config in effect: as set in
+// LogDefaults, else its default (the topic config's, where Kafka's is
+// null and comes from a synonym).
+func (c *Config) logDefault(b partition.BrokerLogConfig) string {
+	if v, ok := c.LogDefaults[b.Name]; ok {
+		return v
+	}
+	if b.NullDefault {
+		return b.TopicDefault
+	}
+	return b.Default
 }
 
 // Validate reports every invalid setting at once, joined (each a
@@ -662,120 +738,122 @@ func (c *Config) Validate() error { return joinConfigErrors(c.validate()) }
 
 func (c *Config) validate() []*ConfigError {
 	var errs []*ConfigError
-	check := func(ok bool, prop, reason string) {
-		if !ok {
-			errs = append(errs, &ConfigError{Property: prop, Reason: reason})
+	for i := range properties {
+		p := &properties[i]
+		reason := ""
+		if n, ok := number(p.field(c)); ok {
+			reason = p.Range.Check(n)
+		}
+		if reason == "" && p.check != nil {
+			reason = p.check(c)
+		}
+		if reason != "" {
+			errs = append(errs, &ConfigError{Property: p.Name, Reason: reason})
 		}
 	}
-	dirs := splitList(c.LogDirs)
-	check(len(dirs) == 1, "log.dirs", "kcompatd keeps exactly one data directory")
 	if _, err := c.resolveListeners(); err != nil {
 		errs = append(errs, err)
 	}
-	check(c.NodeID >= 0, "node.id", "must be at least 0")
-	check(c.NumPartitions >= 1, "num.partitions", "must be at least 1")
-	check(c.DefaultReplicationFactor == 1, "default.replication.factor", "must be 1: a single broker holds one replica")
-	check(c.OffsetsTopicNumPartitions >= 1, "offsets.topic.num.partitions", "must be at least 1")
-	check(c.GroupInitialRebalanceDelayMs >= 0, "group.initial.rebalance.delay.ms", "must be at least 0")
-	check(c.GroupMinSessionTimeoutMs >= 0, "group.min.session.timeout.ms", "must be at least 0")
-	check(c.GroupMaxSessionTimeoutMs >= c.GroupMinSessionTimeoutMs, "group.max.session.timeout.ms", "must be at least group.min.session.timeout.ms")
-	check(c.GroupMaxSize >= 1, "group.max.size", "must be at least 1")
-	check(c.OffsetsRetentionMinutes >= 1, "offsets.retention.minutes", "must be at least 1")
-	check(c.OffsetsRetentionCheckIntervalMs >= 1, "offsets.retention.check.interval.ms", "must be at least 1")
-	// Kafka's TransactionStateManagerConfig / TransactionLogConfig bounds.
-	check(c.TransactionMaxTimeoutMs >= 1, "transaction.max.timeout.ms", "must be at least 1")
-	check(c.TransactionStateLogNumPartitions >= 1, "transaction.state.log.num.partitions", "must be at least 1")
-	check(c.TransactionStateLogSegmentBytes >= 1, "transaction.state.log.segment.bytes", "must be at least 1")
-	check(c.TransactionAbortTimedOutCleanupIntervalMs >= 1, "transaction.abort.timed.out.transaction.cleanup.interval.ms", "must be at least 1")
-	check(c.TransactionRemoveExpiredCleanupIntervalMs >= 1, "transaction.remove.expired.transaction.cleanup.interval.ms", "must be at least 1")
-	check(c.TransactionalIDExpirationMs >= 1, "transactional.id.expiration.ms", "must be at least 1")
-	check(c.ProducerIDExpirationMs >= 1, "producer.id.expiration.ms", "must be at least 1")
-	check(c.ProducerIDExpirationCheckIntervalMs >= 1, "producer.id.expiration.check.interval.ms", "must be at least 1")
-	check(c.OffsetMetadataMaxBytes >= 0, "offset.metadata.max.bytes", "must be at least 0")
-	check(c.SocketRequestMaxBytes >= 1, "socket.request.max.bytes", "must be at least 1")
-	check(c.QueuedMaxRequestBytes <= 0 || c.QueuedMaxRequestBytes >= int64(c.SocketRequestMaxBytes), "queued.max.request.bytes",
-		"must be at least socket.request.max.bytes, or -1 for unbounded")
-	// Kafka requires failed.authentication.delay.ms (100, fixed here)
-	// below a non-negative idle timeout.
-	check(c.ConnectionsMaxIdleMs < 0 || c.ConnectionsMaxIdleMs > failedAuthenticationDelayMs, "connections.max.idle.ms",
-		fmt.Sprintf("must be negative or greater than failed.authentication.delay.ms (%d)", failedAuthenticationDelayMs))
-	check(c.MaxConnections >= 0, "max.connections", "must be at least 0")
-	check(c.MaxConnectionsPerIP >= 0, "max.connections.per.ip", "must be at least 0")
-	overrides, err := parseConnectionOverrides(c.MaxConnectionsPerIPOverrides)
-	if err != nil {
-		check(false, "max.connections.per.ip.overrides", err.Error())
+	logDefaults, logErrs := partition.ParseBrokerLogConfigs(c.LogDefaults)
+	for _, err := range logErrs {
+		errs = append(errs, asConfigError(err))
 	}
-	check(c.MaxConnectionsPerIP != 0 || len(overrides) > 0 || err != nil, "max.connections.per.ip",
-		"can be set to zero only if max.connections.per.ip.overrides is set")
-	check(c.MessageMaxBytes >= 0, "message.max.bytes", "must be at least 0")
-	check(c.LogSegmentBytes >= 14, "log.segment.bytes", "must be at least 14")
-	check(c.LogRollMs >= 1, "log.roll.ms", "must be at least 1")
-	check(c.LogIndexSizeMaxBytes >= 4, "log.index.size.max.bytes", "must be at least 4")
-	check(c.LogIndexIntervalBytes >= 0, "log.index.interval.bytes", "must be at least 0")
-	check(c.LogFlushIntervalMessages >= 1, "log.flush.interval.messages", "must be at least 1")
-	check(c.LogFlushIntervalMs >= 0, "log.flush.interval.ms", "must be at least 0")
-	// Kafka accepts 0 but then checkpoints only once; kcompatd wants a period.
-	check(c.LogFlushOffsetCheckpointIntervalMs >= 1, "log.flush.offset.checkpoint.interval.ms", "must be at least 1")
-	check(c.LogMessageTimestampType == "CreateTime" || c.LogMessageTimestampType == "LogAppendTime",
-		"log.message.timestamp.type", "must be CreateTime or LogAppendTime")
-	check(c.LogRetentionMs >= -1, "log.retention.ms", "must be at least -1")
-	check(c.LogRetentionBytes >= -1, "log.retention.bytes", "must be at least -1")
-	if policy, ok := normalizeCleanupPolicy(c.LogCleanupPolicy); ok {
-		c.LogCleanupPolicy = policy
-	} else {
-		check(false, "log.cleanup.policy", "must be a comma-separated list of delete and compact")
-	}
-	check(c.LogCleanerDeleteRetentionMs >= 0, "log.cleaner.delete.retention.ms", "must be at least 0")
-	check(c.LogCleanerMinCompactionLagMs >= 0, "log.cleaner.min.compaction.lag.ms", "must be at least 0")
-	check(c.LogCleanerMaxCompactionLagMs >= 1, "log.cleaner.max.compaction.lag.ms", "must be at least 1")
-	check(c.LogCleanerMinCleanableRatio >= 0 && c.LogCleanerMinCleanableRatio <= 1,
-		"log.cleaner.min.cleanable.ratio", "must be between 0 and 1")
-	check(c.LogSegmentDeleteDelayMs >= 0, "log.segment.delete.delay.ms", "must be at least 0")
-	check(c.LogCleanerThreads >= 1, "log.cleaner.threads", "must be at least 1")
-	check(c.LogCleanerBackoffMs >= 0, "log.cleaner.backoff.ms", "must be at least 0")
-	// Kafka needs 1 MiB per thread in its own code path; we need room for
-	// two offset-map entries per thread.
-	check(c.LogCleanerDedupeBufferSize >= 48*int64(max(c.LogCleanerThreads, 1)), "log.cleaner.dedupe.buffer.size", "must leave at least 48 bytes per cleaner thread")
-	check(c.LogCleanerIoMaxBytesPerSecond > 0, "log.cleaner.io.max.bytes.per.second", "must be greater than 0")
-	check(c.LogRetentionCheckIntervalMs >= 1, "log.retention.check.interval.ms", "must be at least 1")
-	switch c.CompressionType {
-	case "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
-	default:
-		check(false, "compression.type", "must be one of producer, uncompressed, gzip, snappy, lz4, zstd")
-	}
-	if c.KafkaVersion != "" {
-		check(kversion.FromString(c.KafkaVersion) != nil, "kcompatd.kafka.version",
-			`must be a Kafka release such as "3.5", "2.8.1" or "0.11.0"`)
+	if len(logErrs) == 0 {
+		if _, err := partition.BrokerDefaults(logDefaults); err != nil {
+			errs = append(errs, &ConfigError{Property: "log.*", Reason: err.Error()})
+		}
 	}
 	return errs
 }
 
-// normalizeCleanupPolicy returns the policy list in the one spelling the
-// storage engine takes: delete, compact or compact,delete.
-func normalizeCleanupPolicy(s string) (string, bool) {
-	var compact, del bool
-	parts := splitList(s)
-	if len(parts) == 0 {
-		return "", false
+// number returns a numeric field's value, for its range.
+func number(field any) (float64, bool) {
+	switch f := field.(type) {
+	case *int32:
+		return float64(*f), true
+	case *int64:
+		return float64(*f), true
+	case *float64:
+		return *f, true
 	}
-	for _, p := range parts {
-		switch p {
-		case "compact":
-			compact = true
-		case "delete":
-			del = true
-		default:
-			return "", false
-		}
+	return 0, false
+}
+
+// The rules beyond a property's range.
+
+func checkLogDirs(c *Config) string {
+	if len(splitList(c.LogDirs)) != 1 {
+		return "kcompatd keeps exactly one data directory"
 	}
-	switch {
-	case compact && del:
-		return "compact,delete", true
-	case compact:
-		return "compact", true
-	default:
-		return "delete", true
+	return ""
+}
+
+func checkReplicationFactor(c *Config) string {
+	if c.DefaultReplicationFactor != 1 {
+		return "must be 1: a single broker holds one replica"
 	}
+	return ""
+}
+
+func checkMaxSessionTimeout(c *Config) string {
+	if c.GroupMaxSessionTimeoutMs < c.GroupMinSessionTimeoutMs {
+		return "must be at least group.min.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkQueuedMaxRequestBytes(c *Config) string {
+	if c.QueuedMaxRequestBytes > 0 && c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes) {
+		return "must be at least socket.request.max.bytes, or -1 for unbounded"
+	}
+	return ""
+}
+
+// Kafka requires failed.authentication.delay.ms (100, fixed here) below a
+// non-negative idle timeout.
+func checkConnectionsMaxIdle(c *Config) string {
+	if c.ConnectionsMaxIdleMs >= 0 && c.ConnectionsMaxIdleMs <= failedAuthenticationDelayMs {
+		return fmt.Sprintf("must be negative or greater than failed.authentication.delay.ms (%d)", failedAuthenticationDelayMs)
+	}
+	return ""
+}
+
+func checkMaxConnectionsPerIP(c *Config) string {
+	overrides, err := parseConnectionOverrides(c.MaxConnectionsPerIPOverrides)
+	if c.MaxConnectionsPerIP == 0 && len(overrides) == 0 && err == nil {
+		return "can be set to zero only if max.connections.per.ip.overrides is set"
+	}
+	return ""
+}
+
+func checkConnectionOverrides(c *Config) string {
+	if _, err := parseConnectionOverrides(c.MaxConnectionsPerIPOverrides); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// Kafka needs 1 MiB per thread in its own code path; we need room for two
+// offset-map entries per thread.
+func checkDedupeBufferSize(c *Config) string {
+	if c.LogCleanerDedupeBufferSize < 48*int64(max(c.LogCleanerThreads, 1)) {
+		return "must leave at least 48 bytes per cleaner thread"
+	}
+	return ""
+}
+
+func checkPositive(c *Config) string {
+	if !(c.LogCleanerIoMaxBytesPerSecond > 0) {
+		return "must be greater than 0"
+	}
+	return ""
+}
+
+func checkKafkaVersion(c *Config) string {
+	if c.KafkaVersion != "" && kversion.FromString(c.KafkaVersion) == nil {
+		return `must be a Kafka release such as "3.5", "2.8.1" or "0.11.0"`
+	}
+	return ""
 }
 
 // splitList splits a Kafka list value: comma-separated, blanks trimmed,

@@ -72,9 +72,9 @@ func TestParseConfigConnectionLimitErrors(t *testing.T) {
 	}{
 		{map[string]string{"connections.max.idle.ms": "0"}, "connections.max.idle.ms", "failed.authentication.delay.ms"},
 		{map[string]string{"connections.max.idle.ms": "100"}, "connections.max.idle.ms", "greater than"},
-		{map[string]string{"connections.max.idle.ms": "10m"}, "connections.max.idle.ms", "integer"},
+		{map[string]string{"connections.max.idle.ms": "10m"}, "connections.max.idle.ms", "type LONG"},
 		{map[string]string{"max.connections": "-1"}, "max.connections", "at least 0"},
-		{map[string]string{"max.connections": "2147483648"}, "max.connections", "32-bit"},
+		{map[string]string{"max.connections": "2147483648"}, "max.connections", "type INT"},
 		{map[string]string{"max.connections.per.ip": "-1"}, "max.connections.per.ip", "at least 0"},
 		{map[string]string{"max.connections.per.ip": "0"}, "max.connections.per.ip", "overrides"},
 		{map[string]string{"max.connections.per.ip.overrides": "host1"}, "max.connections.per.ip.overrides", "host:count"},

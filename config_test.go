@@ -2,7 +2,8 @@ package kcompatd
 
 import (
 	"errors"
-	"math"
+	"flag"
+	"github.com/kcompatd/kcompatd/partition"
 	"net"
 	"os"
 	"reflect"
@@ -93,11 +94,11 @@ func TestParseConfigValues(t *testing.T) {
 		{"group.initial.rebalance.delay.ms", map[string]string{"group.initial.rebalance.delay.ms": "0"}, func(c Config) bool { return c.GroupInitialRebalanceDelayMs == 0 }},
 		{"socket.request.max.bytes", map[string]string{"socket.request.max.bytes": "1024"}, func(c Config) bool { return c.SocketRequestMaxBytes == 1024 }},
 		{"message.max.bytes", map[string]string{"message.max.bytes": "2000000"}, func(c Config) bool {
-			return c.MessageMaxBytes == 2000000 && c.TopicDefaults().MaxMessageBytes == 2000000
+			return c.TopicDefaults().MaxMessageBytes == 2000000
 		}},
 		{"log.segment.bytes", map[string]string{"log.segment.bytes": "14"}, func(c Config) bool { return c.TopicDefaults().SegmentBytes == 14 }},
 		{"log.roll.hours", map[string]string{"log.roll.hours": "2"}, func(c Config) bool { return c.TopicDefaults().SegmentMs == 2*3600000 }},
-		{"log.roll.ms wins over hours", map[string]string{"log.roll.hours": "2", "log.roll.ms": "5"}, func(c Config) bool { return c.LogRollMs == 5 }},
+		{"log.roll.ms wins over hours", map[string]string{"log.roll.hours": "2", "log.roll.ms": "5"}, func(c Config) bool { return c.TopicDefaults().SegmentMs == 5 }},
 		{"log.index.size.max.bytes", map[string]string{"log.index.size.max.bytes": "4096"}, func(c Config) bool { return c.TopicDefaults().SegmentIndexBytes == 4096 }},
 		{"log.index.interval.bytes", map[string]string{"log.index.interval.bytes": "0"}, func(c Config) bool { return c.TopicDefaults().IndexIntervalBytes == 0 }},
 		{"log.flush.interval.messages", map[string]string{"log.flush.interval.messages": "1"}, func(c Config) bool { return c.TopicDefaults().FlushMessages == 1 }},
@@ -106,21 +107,22 @@ func TestParseConfigValues(t *testing.T) {
 		{"log.message.timestamp.type", map[string]string{"log.message.timestamp.type": "LogAppendTime"}, func(c Config) bool {
 			return c.TopicDefaults().MessageTimestampType == "LogAppendTime"
 		}},
-		{"log.retention.hours", map[string]string{"log.retention.hours": "1"}, func(c Config) bool { return c.LogRetentionMs == 3600000 }},
+		{"log.retention.hours", map[string]string{"log.retention.hours": "1"}, func(c Config) bool { return c.TopicDefaults().RetentionMs == 3600000 }},
 		{"log.retention.minutes wins over hours", map[string]string{"log.retention.hours": "1", "log.retention.minutes": "2"}, func(c Config) bool {
-			return c.LogRetentionMs == 120000
+			return c.TopicDefaults().RetentionMs == 120000
 		}},
 		{"log.retention.ms wins over all", map[string]string{"log.retention.hours": "1", "log.retention.minutes": "2", "log.retention.ms": "3"}, func(c Config) bool {
 			return c.TopicDefaults().RetentionMs == 3
 		}},
 		{"negative retention means -1", map[string]string{"log.retention.ms": "-5", "log.retention.bytes": "-9"}, func(c Config) bool {
-			return c.LogRetentionMs == -1 && c.LogRetentionBytes == -1
+			return c.TopicDefaults().RetentionMs == -1 && c.TopicDefaults().RetentionBytes == -1
 		}},
-		{"negative retention hours means -1", map[string]string{"log.retention.hours": "-1"}, func(c Config) bool { return c.LogRetentionMs == -1 }},
+		{"negative retention hours means -1", map[string]string{"log.retention.hours": "-1"}, func(c Config) bool { return c.TopicDefaults().RetentionMs == -1 }},
 		{"log.retention.bytes", map[string]string{"log.retention.bytes": "1073741824"}, func(c Config) bool { return c.TopicDefaults().RetentionBytes == 1<<30 }},
 		{"log.cleanup.policy compact", map[string]string{"log.cleanup.policy": "compact"}, func(c Config) bool { return c.TopicDefaults().CleanupPolicy == "compact" }},
-		{"log.cleanup.policy both, any order", map[string]string{"log.cleanup.policy": "delete, compact"}, func(c Config) bool {
-			return c.LogCleanupPolicy == "compact,delete"
+		{"log.cleanup.policy both, in the order given (as Kafka's LIST)", map[string]string{"log.cleanup.policy": "delete, compact"}, func(c Config) bool {
+			d := c.TopicDefaults()
+			return d.CleanupPolicy == "delete,compact" && d.Compact() && d.Delete()
 		}},
 		{"log.cleaner.delete.retention.ms", map[string]string{"log.cleaner.delete.retention.ms": "0"}, func(c Config) bool { return c.TopicDefaults().DeleteRetentionMs == 0 }},
 		{"log.cleaner.min.compaction.lag.ms", map[string]string{"log.cleaner.min.compaction.lag.ms": "100"}, func(c Config) bool {
@@ -286,8 +288,7 @@ func TestConfigValidateStruct(t *testing.T) {
 	if len(errs) < 10 {
 		t.Errorf("zero Config: only %d errors: %v", len(errs), errs)
 	}
-	c.LogFlushIntervalMessages = math.MinInt64
-	c.LogRetentionMs = -2
+	c.LogDefaults = map[string]string{"log.flush.interval.messages": "-9223372036854775808", "log.segment.bytes": "2"}
 	if errs := configErrors(t, c.Validate()); len(errs) != 2 {
 		t.Errorf("got %v, want two errors", errs)
 	}
@@ -337,16 +338,28 @@ func TestResolveListeners(t *testing.T) {
 	}
 }
 
-// The README documents every property: keep the two in step.
-func TestREADMEListsEveryProperty(t *testing.T) {
+var updateREADME = flag.Bool("update", false, "rewrite README.md's generated configuration tables")
+
+// README's configuration tables are generated from the catalogs: a change
+// of the catalog that is not in README fails here (go generate rewrites
+// them).
+func TestREADMEConfigTables(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range properties {
-		if !strings.Contains(string(readme), "`"+p.name+"`") {
-			t.Errorf("README.md does not document %s", p.name)
+	want, err := spliceREADME(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateREADME {
+		if err := os.WriteFile("README.md", []byte(want), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		return
+	}
+	if want != string(readme) {
+		t.Errorf("README.md's configuration tables differ from the catalog: run go generate (go test -run TestREADMEConfigTables -update .)")
 	}
 }
 
@@ -380,7 +393,16 @@ func TestParseConfigKafkaSampleFile(t *testing.T) {
 		!reflect.DeepEqual(plan.skipped, []string{"CONTROLLER"}) {
 		t.Errorf("listener plan %+v %+v %v", *plan.bind, *plan.advertised, plan.skipped)
 	}
-	if c.LogDirs != "/tmp/kraft-combined-logs" || c.LogRetentionMs != 168*3600000 {
+	if c.LogDirs != "/tmp/kraft-combined-logs" || c.TopicDefaults().RetentionMs != 168*3600000 {
 		t.Errorf("config %+v", c)
 	}
+}
+
+// TopicDefaults resolves c's broker defaults of topic configs.
+func (c Config) TopicDefaults() partition.LogConfig {
+	d, err := partition.BrokerDefaults(c.LogDefaults)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

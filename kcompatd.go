@@ -109,10 +109,15 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 
+	logDefaults, err := partition.BrokerDefaults(cfg.LogDefaults) // Validate checked them
+	if err != nil {
+		closeListeners()
+		return nil, err
+	}
 	store, err := partition.Open(partition.Config{
 		Dir:                               splitList(cfg.LogDirs)[0],
 		NodeID:                            cfg.NodeID,
-		Defaults:                          cfg.TopicDefaults(),
+		Defaults:                          logDefaults,
 		RecoveryCheckpointInterval:        time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		ProducerIDExpirationMs:            int64(cfg.ProducerIDExpirationMs),
 		ProducerIDExpirationCheckInterval: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,

@@ -255,7 +255,7 @@ func TestPolicyChangeAbortsPass(t *testing.T) {
 		done <- result{ok, err}
 	}()
 	e.clock.WaitForTimers(1)
-	if _, err := e.store.AlterTopicConfig("t", map[string]string{"cleanup.policy": "delete", "segment.bytes": "100"}, false); err != nil {
+	if _, err := e.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"cleanup.policy": "delete", "segment.bytes": "100"}), false); err != nil {
 		t.Fatal(err)
 	}
 	var r result

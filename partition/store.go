@@ -794,31 +794,28 @@ func readFile(fsys vfs.FS, name string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// AlterTopicConfig replaces a topic's overrides (the whole set: callers
-// implementing IncrementalAlterConfigs compute it from Topic.Overrides),
-// validating them as CreateTopic does. With validateOnly nothing changes.
-// The new configuration applies to the next append; segment.index.bytes
-// applies to new segments.
-func (s *Store) AlterTopicConfig(name string, overrides map[string]string, validateOnly bool) (*Topic, error) {
-	conf, err := ResolveLogConfig(s.dynamicDefaults(), overrides)
-	if err != nil {
-		return nil, err
-	}
+// AlterTopicConfig changes a topic's overrides: update gets a copy of the
+// current set and returns the new whole set (or an error, returned as it
+// is), which is validated as CreateTopic validates. update runs under the
+// catalog lock, so concurrent alters cannot lose each other's change. With
+// validateOnly nothing changes. The new configuration applies to the next
+// append; segment.index.bytes applies to new segments.
+func (s *Store) AlterTopicConfig(name string, update func(cur map[string]string) (map[string]string, error), validateOnly bool) (*Topic, error) {
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
-	// Dynamic broker defaults change under catalogMu: resolve again.
-	if conf, err = ResolveLogConfig(s.dynamicDefaults(), overrides); err != nil {
-		return nil, err
-	}
 	old, err := s.hostedTopic(name)
 	if err != nil {
 		return nil, err
 	}
-	ov := make(map[string]string, len(overrides))
-	for k, v := range overrides {
-		ov[k] = v
+	overrides, err := update(copyMap(old.Overrides))
+	if err != nil {
+		return nil, err
 	}
-	t := &Topic{Name: old.Name, ID: old.ID, Config: conf, Overrides: ov, Internal: old.Internal, Partitions: old.Partitions}
+	conf, err := ResolveLogConfig(s.dynamicDefaults(), overrides)
+	if err != nil {
+		return nil, err
+	}
+	t := &Topic{Name: old.Name, ID: old.ID, Config: conf, Overrides: copyMap(overrides), Internal: old.Internal, Partitions: old.Partitions}
 	if validateOnly {
 		return t, nil
 	}

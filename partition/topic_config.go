@@ -22,80 +22,12 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
 
 // dynamicBrokerConfigFile holds the dynamic broker configs.
 const dynamicBrokerConfigFile = "kcompatd-dynamic-broker-configs.json"
-
-// brokerTopicSynonyms maps each topic config to the broker configs that
-// give its default, highest priority first, with the unit factor of each
-// (Kafka's ServerTopicConfigSynonyms). The first name is the one Kafka lets
-// be changed dynamically.
-var brokerTopicSynonyms = map[string][]string{
-	"segment.bytes":                       {"log.segment.bytes"},
-	"segment.ms":                          {"log.roll.ms", "log.roll.hours"},
-	"segment.jitter.ms":                   {"log.roll.jitter.ms", "log.roll.jitter.hours"},
-	"segment.index.bytes":                 {"log.index.size.max.bytes"},
-	"flush.messages":                      {"log.flush.interval.messages"},
-	"flush.ms":                            {"log.flush.interval.ms", "log.flush.scheduler.interval.ms"},
-	"retention.bytes":                     {"log.retention.bytes"},
-	"retention.ms":                        {"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
-	"max.message.bytes":                   {"message.max.bytes"},
-	"index.interval.bytes":                {"log.index.interval.bytes"},
-	"delete.retention.ms":                 {"log.cleaner.delete.retention.ms"},
-	"min.compaction.lag.ms":               {"log.cleaner.min.compaction.lag.ms"},
-	"max.compaction.lag.ms":               {"log.cleaner.max.compaction.lag.ms"},
-	"file.delete.delay.ms":                {"log.segment.delete.delay.ms"},
-	"min.cleanable.dirty.ratio":           {"log.cleaner.min.cleanable.ratio"},
-	"cleanup.policy":                      {"log.cleanup.policy"},
-	"unclean.leader.election.enable":      {"unclean.leader.election.enable"},
-	"min.insync.replicas":                 {"min.insync.replicas"},
-	"compression.type":                    {"compression.type"},
-	"compression.gzip.level":              {"compression.gzip.level"},
-	"compression.lz4.level":               {"compression.lz4.level"},
-	"compression.zstd.level":              {"compression.zstd.level"},
-	"preallocate":                         {"log.preallocate"},
-	"message.format.version":              {"log.message.format.version"},
-	"message.timestamp.type":              {"log.message.timestamp.type"},
-	"message.timestamp.difference.max.ms": {"log.message.timestamp.difference.max.ms"},
-	"message.timestamp.before.max.ms":     {"log.message.timestamp.before.max.ms"},
-	"message.timestamp.after.max.ms":      {"log.message.timestamp.after.max.ms"},
-	"message.downconversion.enable":       {"log.message.downconversion.enable"},
-	"local.retention.ms":                  {"log.local.retention.ms"},
-	"local.retention.bytes":               {"log.local.retention.bytes"},
-}
-
-// brokerToTopic maps each dynamically changeable broker config to the
-// topic config it is the default of (Kafka's DynamicLogConfig: the first
-// synonym of each, except log.message.format.version).
-var brokerToTopic = func() map[string]string {
-	m := make(map[string]string, len(brokerTopicSynonyms))
-	for topic, syn := range brokerTopicSynonyms {
-		if topic != "message.format.version" {
-			m[syn[0]] = topic
-		}
-	}
-	return m
-}()
-
-// BrokerSynonyms returns the broker configs that give topic config name
-// its default, highest priority first (log.retention.ms,
-// log.retention.minutes, log.retention.hours for retention.ms); nil for a
-// topic config no broker config defaults (remote.storage.enable).
-func BrokerSynonyms(topicConfig string) []string {
-	return append([]string(nil), brokerTopicSynonyms[topicConfig]...)
-}
-
-// TopicConfigOf returns the topic config whose default the broker config
-// name sets, for the broker configs Kafka lets be changed dynamically
-// (log.segment.bytes: segment.bytes).
-func TopicConfigOf(brokerConfig string) (string, bool) {
-	t, ok := brokerToTopic[brokerConfig]
-	return t, ok
-}
 
 // dynamicBroker is the Store's dynamic broker config state.
 type dynamicBroker struct {
@@ -139,14 +71,14 @@ func (s *Store) loadDynamicBrokerConfigs() error {
 			return fmt.Errorf("partition: decoding %s: %w", dynamicBrokerConfigFile, err)
 		}
 		for name, v := range f.ClusterDefault {
-			if err := validateBrokerLogConfig(s.cfg.Defaults, name, v); err != nil {
+			if err := validateBrokerLogConfig(name, v); err != nil {
 				s.logger.Warn().Err(err).Str("config", name).Msg("ignoring invalid dynamic cluster default broker config")
 				continue
 			}
 			s.dyn.clusterDefault[name] = v
 		}
 		for name, v := range f.Broker {
-			if err := validateBrokerLogConfig(s.cfg.Defaults, name, v); err != nil {
+			if err := validateBrokerLogConfig(name, v); err != nil {
 				s.logger.Warn().Err(err).Str("config", name).Msg("ignoring invalid dynamic broker config")
 				continue
 			}
@@ -160,36 +92,6 @@ func (s *Store) loadDynamicBrokerConfigs() error {
 	}
 	s.dyn.defaults.Store(&d)
 	return nil
-}
-
-// validateBrokerLogConfig checks one broker config value if it is the
-// default of a topic config, worded with the broker config's name as
-// Kafka's KafkaConfig would.
-func validateBrokerLogConfig(base LogConfig, name, value string) error {
-	topic, ok := brokerToTopic[name]
-	if !ok {
-		return nil
-	}
-	var c LogConfig = base
-	if err := parseTopicConfig(&c, topic, value); err != nil {
-		msg := strings.Replace(err.Error(), "for configuration "+topic+":", "for configuration "+name+":", 1)
-		return withDetail(ErrInvalidConfig, msg)
-	}
-	return nil
-}
-
-// resolveBrokerDefaults applies the dynamic cluster default, then the
-// dynamic per-broker configs, to the static defaults.
-func resolveBrokerDefaults(static LogConfig, clusterDefault, broker map[string]string) (LogConfig, error) {
-	topicLevel := map[string]string{}
-	for _, m := range []map[string]string{clusterDefault, broker} {
-		for name, v := range m {
-			if t, ok := brokerToTopic[name]; ok {
-				topicLevel[t] = v
-			}
-		}
-	}
-	return ResolveLogConfig(static, topicLevel)
 }
 
 // DynamicBrokerConfigs returns copies of the dynamic broker configs: the
@@ -208,25 +110,18 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// AlterDynamicBrokerConfigs replaces the whole set of dynamic broker
-// configs of this broker (perBroker) or of the cluster default, after
-// validating the values of the broker configs that default a topic config
-// (errors wrap ErrInvalidConfig with Kafka's wording). Which names may be
-// changed dynamically is the caller's decision; other names are stored and
+// AlterDynamicBrokerConfigs changes the dynamic broker configs of this
+// broker (perBroker) or of the cluster default: update gets a copy of the
+// current set, by broker property name, and returns the new whole set (or
+// an error, returned as it is). It runs under the catalog lock, so
+// concurrent alters cannot lose each other's change. The values of the
+// broker properties that give topic configs their defaults are validated
+// (errors wrap ErrInvalidConfig with Kafka's wording); which names may be
+// changed dynamically is update's decision, and other names are stored and
 // reported as given. The new defaults reach every topic without an
 // override at once, and survive a restart. With validateOnly nothing
 // changes.
-func (s *Store) AlterDynamicBrokerConfigs(perBroker bool, configs map[string]string, validateOnly bool) error {
-	names := make([]string, 0, len(configs))
-	for n := range configs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := validateBrokerLogConfig(s.dyn.static, n, configs[n]); err != nil {
-			return err
-		}
-	}
+func (s *Store) AlterDynamicBrokerConfigs(perBroker bool, update func(cur map[string]string) (map[string]string, error), validateOnly bool) error {
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
 	s.mu.RLock()
@@ -238,6 +133,24 @@ func (s *Store) AlterDynamicBrokerConfigs(perBroker bool, configs map[string]str
 	s.dyn.mu.RLock()
 	def, broker := copyMap(s.dyn.clusterDefault), copyMap(s.dyn.broker)
 	s.dyn.mu.RUnlock()
+	cur := def
+	if perBroker {
+		cur = broker
+	}
+	configs, err := update(copyMap(cur))
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(configs))
+	for n := range configs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := validateBrokerLogConfig(n, configs[n]); err != nil {
+			return err
+		}
+	}
 	if perBroker {
 		broker = copyMap(configs)
 	} else {
@@ -298,15 +211,9 @@ func (s *Store) AlterDynamicBrokerConfigs(perBroker bool, configs map[string]str
 	return nil
 }
 
-// DynamicBrokerConfig returns the dynamic value of one broker config in
-// effect: this broker's, else the cluster default's. It does not allocate,
-// so hot paths (Produce) may call it.
-func (s *Store) DynamicBrokerConfig(name string) (string, bool) {
-	s.dyn.mu.RLock()
-	defer s.dyn.mu.RUnlock()
-	if v, ok := s.dyn.broker[name]; ok {
-		return v, true
-	}
-	v, ok := s.dyn.clusterDefault[name]
-	return v, ok
+// ReplaceConfigs is an update for AlterTopicConfig and
+// AlterDynamicBrokerConfigs that replaces the whole set with m (legacy
+// AlterConfigs).
+func ReplaceConfigs(m map[string]string) func(map[string]string) (map[string]string, error) {
+	return func(map[string]string) (map[string]string, error) { return m, nil }
 }

@@ -33,11 +33,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 )
 
@@ -122,11 +122,6 @@ func (s *Server) alterResult(dup bool, typ kmsg.ConfigResourceType, name string,
 	return s.configErrorCode(err), errorMessage(err)
 }
 
-// alterMu serializes config changes, as Kafka's controller does, so that
-// two incremental alters of one resource cannot lose each other's change
-// (each reads the current set, then writes a new one). Alters are rare.
-var alterMu sync.Mutex
-
 // alterResource applies ops to one resource: incrementally (the configs
 // not named stay) or replacing the whole set (legacy AlterConfigs).
 func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []configOp, incremental, validateOnly bool) error {
@@ -144,8 +139,6 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []c
 	if len(nulls) > 0 {
 		return invalidRequest("Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
-	alterMu.Lock()
-	defer alterMu.Unlock()
 	switch typ {
 	case resourceTopic:
 		return s.alterTopic(name, ops, incremental, validateOnly)
@@ -168,44 +161,52 @@ func (s *Server) alterTopic(name string, ops []configOp, incremental, validateOn
 	if err := partition.ValidateTopicName(name); err != nil {
 		return err
 	}
-	t := s.store.Topic(name)
-	next := map[string]string{}
-	if incremental && t != nil {
-		for k, v := range t.Overrides {
-			next[k] = v
+	// The new overrides from the current ones, under the store's catalog
+	// lock, so that concurrent alters of one topic cannot lose a change.
+	update := func(cur map[string]string) (map[string]string, error) {
+		next := map[string]string{}
+		if incremental {
+			next = cur
 		}
-	}
-	for _, o := range ops {
-		switch o.op {
-		case opSet:
-			next[o.name] = *o.value
-		case opDelete:
-			delete(next, o.name)
-		case opAppend, opSubtract:
-			if topicConfigTypes[o.name] != configTypeList {
-				return &configError{kerr.InvalidConfig, "Can't " + opName(o.op) + " to key " + o.name + " because its type is not LIST."}
+		for _, o := range ops {
+			switch o.op {
+			case opSet:
+				next[o.name] = *o.value
+			case opDelete:
+				delete(next, o.name)
+			case opAppend, opSubtract:
+				def, _ := partition.TopicConfigDef(o.name)
+				if def.Type != configdef.List {
+					return nil, &configError{kerr.InvalidConfig, "Can't " + opName(o.op) + " to key " + o.name + " because its type is not LIST."}
+				}
+				v, ok := next[o.name]
+				if !ok {
+					v = def.Default
+				}
+				next[o.name] = applyListOp(v, o.op, *o.value)
+			default:
+				return nil, invalidRequest("Unknown operations type %d", o.op)
 			}
-			cur, ok := next[o.name]
-			if !ok {
-				cur = kafkaTopicConfigDefaults[o.name]
-			}
-			next[o.name] = applyListOp(cur, o.op, *o.value)
-		default:
-			return invalidRequest("Unknown operations type %d", o.op)
 		}
+		return next, nil
 	}
-	if _, err := partition.ResolveLogConfig(s.store.Defaults(), next); err != nil {
-		return err
-	}
-	if t == nil {
+	if s.store.Topic(name) == nil {
+		// Kafka validates the configs before it looks the topic up.
+		next, err := update(map[string]string{})
+		if err == nil {
+			_, err = partition.ResolveLogConfig(s.store.Defaults(), next)
+		}
+		if err != nil {
+			return err
+		}
 		return &configError{kerr.UnknownTopicOrPartition, "The topic '" + name + "' does not exist."}
 	}
-	_, err := s.store.AlterTopicConfig(name, next, validateOnly)
+	t, err := s.store.AlterTopicConfig(name, update, validateOnly)
 	if errors.Is(err, partition.ErrUnknownTopic) { // deleted meanwhile
 		return &configError{kerr.UnknownTopicOrPartition, "The topic '" + name + "' does not exist."}
 	}
 	if err == nil && !validateOnly {
-		s.log.Info().Str("topic", name).Int("overrides", len(next)).Msg("topic configs altered")
+		s.log.Info().Str("topic", name).Int("overrides", len(t.Overrides)).Msg("topic configs altered")
 	}
 	return err
 }
@@ -244,47 +245,46 @@ func (s *Server) alterBroker(name string, ops []configOp, incremental, validateO
 			return err
 		}
 	}
-	def, br := s.store.DynamicBrokerConfigs()
-	next := map[string]string{}
-	if incremental {
-		if perBroker {
-			next = br
-		} else {
-			next = def
-		}
-	}
 	var fixed []string
 	for _, o := range ops {
 		if !brokerDynamic(o.name) {
 			fixed = append(fixed, o.name)
-			continue
-		}
-		switch o.op {
-		case opSet:
-			next[o.name] = *o.value
-		case opDelete:
-			delete(next, o.name)
-		case opAppend, opSubtract:
-			if brokerConfigDefs[o.name].typ != configTypeList {
-				return invalidRequest("Config value %s is not allowed for config key: %s", strings.ToLower(opName(o.op)), o.name)
-			}
-			cur, ok := next[o.name]
-			if !ok {
-				view := s.configView()
-				if v := view.brokerValue(o.name); v != nil {
-					cur = *v
-				}
-			}
-			next[o.name] = applyListOp(cur, o.op, *o.value)
-		default:
-			return invalidRequest("Unknown operations type %d", o.op)
 		}
 	}
 	if len(fixed) > 0 {
 		sort.Strings(fixed)
 		return invalidRequest("Cannot update these configs dynamically: Set(%s)", strings.Join(fixed, ", "))
 	}
-	err := s.store.AlterDynamicBrokerConfigs(perBroker, next, validateOnly)
+	update := func(cur map[string]string) (map[string]string, error) {
+		next := map[string]string{}
+		if incremental {
+			next = cur
+		}
+		for _, o := range ops {
+			switch o.op {
+			case opSet:
+				next[o.name] = *o.value
+			case opDelete:
+				delete(next, o.name)
+			case opAppend, opSubtract:
+				view := s.configView()
+				if view.static[o.name].Type != configdef.List {
+					return nil, invalidRequest("Config value %s is not allowed for config key: %s", strings.ToLower(opName(o.op)), o.name)
+				}
+				v, ok := next[o.name]
+				if !ok {
+					if p := view.brokerValue(o.name); p != nil {
+						v = *p
+					}
+				}
+				next[o.name] = applyListOp(v, o.op, *o.value)
+			default:
+				return nil, invalidRequest("Unknown operations type %d", o.op)
+			}
+		}
+		return next, nil
+	}
+	err := s.store.AlterDynamicBrokerConfigs(perBroker, update, validateOnly)
 	if errors.Is(err, partition.ErrInvalidConfig) {
 		// Kafka answers a bad broker value with INVALID_REQUEST (KAFKA-13609).
 		return &configError{kerr.InvalidRequest, err.Error()}

@@ -2,12 +2,14 @@ package protocol
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -62,8 +64,8 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 		if res.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, res.ErrorCode)
 		}
-		if len(res.Configs) != len(topicConfigTypes) {
-			t.Errorf("v%d: %d configs, want %d", v, len(res.Configs), len(topicConfigTypes))
+		if len(res.Configs) != len(partition.TopicConfigNames()) {
+			t.Errorf("v%d: %d configs, want %d", v, len(res.Configs), len(partition.TopicConfigNames()))
 		}
 		seg := configNamed(t, res, "segment.bytes")
 		ret := configNamed(t, res, "retention.ms")
@@ -99,7 +101,7 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 			}
 		}
 		if v >= 3 {
-			if seg.ConfigType != configTypeInt || pol.ConfigType != configTypeList || ret.ConfigType != configTypeLong {
+			if seg.ConfigType != kmsg.ConfigType(configdef.Int) || pol.ConfigType != kmsg.ConfigType(configdef.List) || ret.ConfigType != kmsg.ConfigType(configdef.Long) {
 				t.Errorf("v%d: types %d %d %d", v, seg.ConfigType, pol.ConfigType, ret.ConfigType)
 			}
 			if !strings.Contains(deref(seg.Documentation), "segment file size") {
@@ -114,8 +116,8 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 func TestDescribeConfigsResources(t *testing.T) {
 	b := startBroker(t, func(c *Config) {
 		c.BrokerConfigs = []BrokerConfig{
-			{Name: "log.segment.bytes", Value: "2000", Default: "1073741824", Set: true},
-			{Name: "num.partitions", Value: "1", Default: "1"},
+			{Def: configdef.Def{Name: "log.segment.bytes", Type: configdef.Int, Default: "1073741824"}, Value: "2000", Set: true},
+			{Def: configdef.Def{Name: "num.partitions", Type: configdef.Int, Default: "1"}, Value: "1"},
 		}
 	})
 	b.createTopic(t, "t", 1, nil)
@@ -221,7 +223,7 @@ func TestAlterConfigsEveryVersion(t *testing.T) {
 				t.Fatalf("v%d: log not updated", v)
 			}
 		}
-		b.store.AlterTopicConfig("t", map[string]string{"retention.ms": "1000"}, false)
+		b.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"retention.ms": "1000"}), false)
 	}
 }
 
@@ -245,7 +247,7 @@ func TestIncrementalAlterConfigsEveryVersion(t *testing.T) {
 		if c.SegmentBytes != 6000 || !c.Compact() || !c.Delete() || c.RetentionMs != 604800000 {
 			t.Fatalf("v%d: log config %+v", v, c)
 		}
-		b.store.AlterTopicConfig("t", map[string]string{"retention.ms": "1000"}, false)
+		b.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"retention.ms": "1000"}), false)
 	}
 }
 
@@ -361,7 +363,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 }
 
 func itoa(n int64) string {
-	return strings.TrimSpace(strings.Replace(javaDouble(float64(n)), ".0", "", 1))
+	return strconv.FormatInt(n, 10)
 }
 
 // checkConfigsVersion is TestEveryAdvertisedVersion's check of the config
@@ -422,7 +424,7 @@ func TestDynamicTimestampBounds(t *testing.T) {
 // replication throttle configs.
 func TestEveryTopicConfigIsDocumented(t *testing.T) {
 	for _, name := range partition.TopicConfigNames() {
-		if kafkaTopicConfigDocs[name] == "" {
+		if def, _ := partition.TopicConfigDef(name); def.Doc == "" {
 			t.Errorf("topic config %q has no documentation string", name)
 		}
 	}

@@ -115,7 +115,7 @@ func (s *Server) createTopic(version int16, t *kmsg.CreateTopicsRequestTopic, va
 	if len(nulls) > 0 {
 		return fail(kerr.InvalidConfig, "Null value not supported for topic configs: "+strings.Join(nulls, ","))
 	}
-	if _, err := partition.ResolveLogConfig(partition.DefaultLogConfig(), overrides); err != nil {
+	if _, err := partition.ResolveLogConfig(s.store.Defaults(), overrides); err != nil {
 		return fail(kerr.InvalidConfig, err.Error())
 	}
 
@@ -166,12 +166,11 @@ func (s *Server) createTopic(version int16, t *kmsg.CreateTopicsRequestTopic, va
 	out.NumPartitions = numPartitions
 	out.ReplicationFactor = 1
 	if version >= 5 {
-		for _, e := range effectiveTopicConfigs(created.Config, overrides) {
+		view := s.configView()
+		for _, name := range partition.TopicConfigNames() {
+			e := view.topicEntry(created, name, false, false)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			c.Name = e.name
-			v := e.value
-			c.Value = &v
-			c.Source = e.source
+			c.Name, c.Value, c.Source = e.Name, e.Value, int8(e.Source)
 			out.Configs = append(out.Configs, c)
 		}
 	}

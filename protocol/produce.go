@@ -215,7 +215,10 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 	log := topic.Partitions[rp.Partition]
 	batch := rp.Records
 	h := recordbatch.Header(batch)
-	cfg := topic.Config
+	// One snapshot of the partition's configuration serves the whole
+	// append (Append itself reads the same one, unless an alter landed
+	// in between, as in Kafka).
+	cfg := log.Config()
 
 	var guard *partition.TxnVerificationGuard
 	if h.Transactional() && len(batch) >= recordbatch.HeaderSize {
@@ -257,7 +260,7 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		return fail(s.errorCode(err))
 	}
 
-	if code, recErrs, msg := s.checkRecords(topic, rp.Partition, batch, sum); code != 0 {
+	if code, recErrs, msg := s.checkRecords(topic.Name, &cfg, rp.Partition, batch, sum); code != 0 {
 		sp := fail(code)
 		sp.LogStartOffset = log.Offsets().LogStartOffset
 		sp.ErrorRecords = recErrs
@@ -270,12 +273,12 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 	// time index, timestamp lookups, segment.ms and retention all read it.
 	// (LogAppendTime topics are stamped by Append, which would redo the
 	// CRC computed here.)
-	if sum.Records > 0 && !h.LogAppendTime() && !log.Config().LogAppendTime() {
+	if sum.Records > 0 && !h.LogAppendTime() && !cfg.LogAppendTime() {
 		h.SetMaxTimestamp(sum.MaxTimestamp)
 	}
 
-	if target, ok := topicCodec(cfg.CompressionType); ok && target != sum.Codec {
-		rebuilt, err := recompress(batch, target, s.cfg.MaxDecompressedBytes)
+	if cfg.Recompress && cfg.StoreCodec != sum.Codec {
+		rebuilt, err := recompress(batch, cfg.StoreCodec, s.cfg.MaxDecompressedBytes)
 		if err != nil {
 			return fail(s.errorCode(err))
 		}
@@ -353,9 +356,8 @@ func checkOneBatch(version int16, b []byte) int16 {
 // checkRecords applies the topic's record rules: keys on compacted
 // topics, and timestamps. Kafka reports one error per record, the key
 // error first.
-func (s *Server) checkRecords(topic *partition.Topic, part int32, batch []byte, sum recordbatch.Summary,
+func (s *Server) checkRecords(topic string, cfg *partition.LogConfig, part int32, batch []byte, sum recordbatch.Summary,
 ) (code int16, recErrs []kmsg.ProduceResponseTopicPartitionErrorRecord, msg string) {
-	cfg := topic.Config
 	compact := cfg.Compact()
 	h := recordbatch.Header(batch)
 	createTime := !cfg.LogAppendTime()
@@ -363,8 +365,7 @@ func (s *Server) checkRecords(topic *partition.Topic, part int32, batch []byte, 
 	var now, before, after int64
 	if createTime {
 		now = s.clock.Now().UnixMilli()
-		brokerBefore, brokerAfter := s.brokerTimestampBounds() // dynamic broker configs included
-		before, after = timestampBounds(topic.Overrides, brokerBefore, brokerAfter)
+		before, after = cfg.TimestampBounds()
 	}
 	outOfRange := func(ts int64) bool {
 		diff := now - ts
@@ -387,7 +388,7 @@ func (s *Server) checkRecords(topic *partition.Topic, part int32, batch []byte, 
 
 	// Slow path, only for rejected (or suspect) batches: walk the records
 	// to list each one's error as Kafka does.
-	tp := fmt.Sprintf("%s-%d", topic.Name, part)
+	tp := fmt.Sprintf("%s-%d", topic, part)
 	anyTimestamp := false
 	i := 0
 	err := recordbatch.ForEachRecord(batch, s.cfg.MaxDecompressedBytes, func(rec recordbatch.Record) error {
@@ -449,22 +450,6 @@ func satAdd(a, b int64) int64 {
 }
 
 // topicCodec is the codec a topic's compression.type demands; false for
-// "producer" (keep the producer's codec).
-func topicCodec(compressionType string) (recordbatch.Codec, bool) {
-	switch compressionType {
-	case "uncompressed":
-		return recordbatch.None, true
-	case "gzip":
-		return recordbatch.Gzip, true
-	case "snappy":
-		return recordbatch.Snappy, true
-	case "lz4":
-		return recordbatch.LZ4, true
-	case "zstd":
-		return recordbatch.Zstd, true
-	}
-	return 0, false
-}
 
 // recompress rebuilds a validated batch with another codec, keeping its
 // header fields and records, as Kafka's LogValidator does when the topic's

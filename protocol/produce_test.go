@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
@@ -283,7 +284,10 @@ func TestProduceInternalTopic(t *testing.T) {
 }
 
 func TestProduceBrokerTimestampBounds(t *testing.T) {
-	b := startBroker(t, func(c *Config) { c.MessageTimestampAfterMaxMs = 3_600_000 })
+	b := startBroker(t, nil)
+	if err := b.store.AlterDynamicBrokerConfigs(false, partition.ReplaceConfigs(map[string]string{"log.message.timestamp.after.max.ms": "3600000"}), false); err != nil {
+		t.Fatal(err)
+	}
 	b.createTopic(t, "p", 1, nil)
 	b.createTopic(t, "lenient", 1, map[string]string{"message.timestamp.after.max.ms": "86400000"})
 	w := dialWire(t, b.addr)

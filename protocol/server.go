@@ -46,7 +46,6 @@ package protocol
 import (
 	"context"
 	"errors"
-	"math"
 	"net"
 	"sync"
 	"time"
@@ -83,15 +82,6 @@ type Config struct {
 	DefaultReplicationFactor int16
 	// DeleteTopicEnable is delete.topic.enable (default true).
 	DeleteTopicEnable bool
-	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs are the
-	// broker defaults log.message.timestamp.before.max.ms and
-	// after.max.ms (KIP-937), in ms: how far a CreateTime record's
-	// timestamp may lie before or after the broker's clock. Kafka 3.9's
-	// defaults are unbounded (math.MaxInt64, which zero also means here);
-	// Kafka 4.0 lowered after.max.ms to 1 hour (KIP-1030). Topic configs
-	// override them.
-	MessageTimestampBeforeMaxMs int64
-	MessageTimestampAfterMaxMs  int64
 	// MaxDecompressedBytes bounds the inflated size of one produced batch,
 	// in bytes; a batch inflating past it is refused with
 	// MESSAGE_TOO_LARGE. Kafka has no such bound (it inflates as a
@@ -159,9 +149,6 @@ func DefaultConfig() Config {
 		DeleteTopicEnable:        true,
 		MaxDecompressedBytes:     DefaultMaxDecompressedBytes,
 		QueuedMaxRequestBytes:    DefaultQueuedMaxRequestBytes,
-
-		MessageTimestampBeforeMaxMs: math.MaxInt64,
-		MessageTimestampAfterMaxMs:  math.MaxInt64,
 	}
 }
 
@@ -228,12 +215,6 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	}
 	if cfg.MaxDecompressedBytes <= 0 {
 		cfg.MaxDecompressedBytes = DefaultMaxDecompressedBytes
-	}
-	if cfg.MessageTimestampBeforeMaxMs <= 0 {
-		cfg.MessageTimestampBeforeMaxMs = math.MaxInt64
-	}
-	if cfg.MessageTimestampAfterMaxMs <= 0 {
-		cfg.MessageTimestampAfterMaxMs = math.MaxInt64
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
