@@ -1,18 +1,22 @@
 package kcompatd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol"
 )
 
 // Config is the broker's configuration. Each field carries the Kafka
@@ -1024,4 +1028,41 @@ func parseConnectionOverrides(s string) ([]connectionOverride, error) {
 		out = append(out, connectionOverride{host: host, count: int32(n)})
 	}
 	return out, nil
+}
+
+// connectionLimits is the connection settings as the protocol server takes
+// them, with the override hosts resolved as Kafka's InetAddress.getByName
+// does at start-up (a host name's every address gets its count; the
+// last entry for an address wins).
+func (c *Config) connectionLimits() (protocol.ConnectionLimits, error) {
+	l := protocol.ConnectionLimits{
+		MaxIdleMs:           c.ConnectionsMaxIdleMs,
+		MaxConnections:      c.MaxConnections,
+		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
+	}
+	overrides, err := parseConnectionOverrides(c.MaxConnectionsPerIPOverrides)
+	if err != nil { // Validate already checked; kept for safety
+		return l, &ConfigError{Property: "max.connections.per.ip.overrides", Reason: err.Error()}
+	}
+	if len(overrides) == 0 {
+		return l, nil
+	}
+	l.MaxConnectionsPerIPOverrides = make(map[netip.Addr]int32, len(overrides))
+	for _, o := range overrides {
+		if a, err := netip.ParseAddr(o.host); err == nil {
+			l.MaxConnectionsPerIPOverrides[a.WithZone("").Unmap()] = o.count
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", o.host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			return l, &ConfigError{Property: "max.connections.per.ip.overrides", Value: c.MaxConnectionsPerIPOverrides,
+				Reason: fmt.Sprintf("cannot resolve host %q: %v", o.host, err)}
+		}
+		for _, a := range addrs {
+			l.MaxConnectionsPerIPOverrides[a.WithZone("").Unmap()] = o.count
+		}
+	}
+	return l, nil
 }

@@ -187,9 +187,9 @@ func PartitionFor(groupID string, partitions int32) int32 {
 // as Kafka does on the first FindCoordinator for a group.
 func (c *Coordinator) EnsureOffsetsTopic() (*partition.Topic, error) {
 	return ensureInternalTopic(c.store, &c.topicMu, c.log, OffsetsTopic, c.cfg.OffsetsTopicPartitions, map[string]string{
-		"cleanup.policy":   "compact",
-		"compression.type": "producer",
-		"segment.bytes":    strconv.Itoa(int(c.cfg.OffsetsTopicSegmentBytes)),
+		partition.CleanupPolicyConfig:   "compact",
+		partition.CompressionTypeConfig: "producer",
+		partition.SegmentBytesConfig:    strconv.Itoa(int(c.cfg.OffsetsTopicSegmentBytes)),
 	})
 }
 

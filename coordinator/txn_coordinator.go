@@ -323,9 +323,9 @@ func (c *TxnCoordinator) EnsureTxnTopic() (*partition.Topic, error) {
 	// TransactionStateManager.transactionTopicConfigs: compact, no
 	// compression.
 	return ensureInternalTopic(c.store, &c.topicMu, c.log, TxnTopic, c.cfg.TopicPartitions, map[string]string{
-		"cleanup.policy":   "compact",
-		"compression.type": "uncompressed",
-		"segment.bytes":    strconv.Itoa(int(c.cfg.TopicSegmentBytes)),
+		partition.CleanupPolicyConfig:   "compact",
+		partition.CompressionTypeConfig: "uncompressed",
+		partition.SegmentBytesConfig:    strconv.Itoa(int(c.cfg.TopicSegmentBytes)),
 	})
 }
 

@@ -20,6 +20,14 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
+// Names of the topic configs that kcompatd's own code sets, for the
+// internal topics (Kafka's TopicConfig constants).
+const (
+	CleanupPolicyConfig   = "cleanup.policy"
+	CompressionTypeConfig = "compression.type"
+	SegmentBytesConfig    = "segment.bytes"
+)
+
 // LogConfig is one topic's effective log configuration: Kafka's defaults,
 // then the broker's (static, dynamic cluster default, dynamic per-broker),
 // then the topic's overrides. It is resolved whenever one of those layers
@@ -153,7 +161,7 @@ func nonEmptyList(v configdef.Value) string {
 // topicConfigs is every topic config Kafka 3.9 accepts, sorted by name.
 var topicConfigs = []*topicConfigDef{
 	{
-		Def: configdef.Def{Name: "cleanup.policy", Type: configdef.List, Default: "delete", OneOf: []string{"compact", "delete"},
+		Def: configdef.Def{Name: CleanupPolicyConfig, Type: configdef.List, Default: "delete", OneOf: []string{"compact", "delete"},
 			Doc: "This config designates the retention policy to use on log segments. The \"delete\" policy (which is the default) will discard old segments when their retention time or size limit has been reached. The \"compact\" policy will enable <a href=\"#compaction\">log compaction</a>, which retains the latest value for each key. It is also possible to specify both policies in a comma-separated list (e.g. \"delete,compact\"). In this case, old segments will be discarded per the retention time and size configuration, while retained segments will be compacted."},
 		apply: func(c *LogConfig, v configdef.Value) { c.CleanupPolicy = strings.Join(v.List, ",") },
 		broker: []brokerLogConfig{
@@ -178,14 +186,14 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "compression.type", Type: configdef.String, Default: "producer", OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, FoldCase: true,
+		Def: configdef.Def{Name: CompressionTypeConfig, Type: configdef.String, Default: "producer", OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, FoldCase: true,
 			Doc: "Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."},
 		apply: func(c *LogConfig, v configdef.Value) {
 			c.CompressionType = strings.ToLower(v.Text)
 			c.StoreCodec, c.Recompress = storeCodec(c.CompressionType)
 		},
 		broker: []brokerLogConfig{
-			{Def: configdef.Def{Name: "compression.type", Doc: "Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."},
+			{Def: configdef.Def{Name: CompressionTypeConfig, Doc: "Specify the final compression type for a given topic. This configuration accepts the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which is equivalent to no compression; and 'producer' which means retain the original compression codec set by the producer."},
 				note: "`producer`, `uncompressed`, `gzip`, `snappy`, `lz4` or `zstd`"},
 		},
 	},
@@ -407,7 +415,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "segment.bytes", Type: configdef.Int, Default: "1073741824", Range: configdef.AtLeast(14),
+		Def: configdef.Def{Name: SegmentBytesConfig, Type: configdef.Int, Default: "1073741824", Range: configdef.AtLeast(14),
 			Doc: "This configuration controls the segment file size for the log. Retention and cleaning is always done a file at a time so a larger segment size means fewer files but less granular control over retention."},
 		apply: func(c *LogConfig, v configdef.Value) { c.SegmentBytes = int32(v.Int) },
 		broker: []brokerLogConfig{

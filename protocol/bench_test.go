@@ -13,8 +13,17 @@ import (
 // server's CPU per byte is what the performance budget is about; compare
 // runs with -cpuprofile.
 func BenchmarkProduce(b *testing.B) {
+	b.Run("defaults", func(b *testing.B) { benchmarkProduce(b, nil) })
+	// Timestamp bounds set on the topic: the produce path must read them
+	// from the log's config snapshot, not parse the overrides.
+	b.Run("timestamp-bounds", func(b *testing.B) {
+		benchmarkProduce(b, map[string]string{"message.timestamp.before.max.ms": "86400000", "message.timestamp.after.max.ms": "3600000"})
+	})
+}
+
+func benchmarkProduce(b *testing.B, topicConfigs map[string]string) {
 	br := startBroker(b, nil)
-	br.createTopic(b, "bench", 1, nil)
+	br.createTopic(b, "bench", 1, topicConfigs)
 	var recs []recordbatch.Record
 	for range 16 {
 		recs = append(recs, recordbatch.Record{Key: []byte("key"), Value: make([]byte, 1024)})
