@@ -786,7 +786,7 @@ func number(field any) (float64, bool) {
 // The rules beyond a property's range.
 
 func checkLogDirs(c *Config) string {
-	if len(splitList(c.LogDirs)) != 1 {
+	if len(configdef.SplitList(c.LogDirs)) != 1 {
 		return "kcompatd keeps exactly one data directory"
 	}
 	return ""
@@ -860,18 +860,6 @@ func checkKafkaVersion(c *Config) string {
 	return ""
 }
 
-// splitList splits a Kafka list value: comma-separated, blanks trimmed,
-// empty items dropped.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // endpoint is one NAME://host:port of a listeners list.
 type endpoint struct {
 	name string
@@ -885,7 +873,7 @@ type endpoint struct {
 func parseEndpoints(s string) ([]endpoint, error) {
 	var out []endpoint
 	seen := map[string]bool{}
-	for _, item := range splitList(s) {
+	for _, item := range configdef.SplitList(s) {
 		name, hostport, ok := strings.Cut(item, "://")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("%q is not of the form NAME://host:port", item)
@@ -921,11 +909,11 @@ func (c *Config) resolveListeners() (listenerPlan, *ConfigError) {
 		return listenerPlan{}, &ConfigError{Property: prop, Reason: reason}
 	}
 	controllers := map[string]bool{}
-	for _, n := range splitList(c.ControllerListenerNames) {
+	for _, n := range configdef.SplitList(c.ControllerListenerNames) {
 		controllers[strings.ToUpper(n)] = true
 	}
 	protocols := map[string]string{}
-	for _, item := range splitList(c.ListenerSecurityProtocolMap) {
+	for _, item := range configdef.SplitList(c.ListenerSecurityProtocolMap) {
 		name, proto, ok := strings.Cut(item, ":")
 		if !ok || strings.TrimSpace(name) == "" {
 			return fail("listener.security.protocol.map", fmt.Sprintf("%q is not of the form NAME:PROTOCOL", item))
@@ -1012,7 +1000,7 @@ type connectionOverride struct {
 // only. Kafka does not bound the count; a negative one admits nothing.
 func parseConnectionOverrides(s string) ([]connectionOverride, error) {
 	var out []connectionOverride
-	for _, item := range splitList(s) {
+	for _, item := range configdef.SplitList(s) {
 		i := strings.LastIndex(item, ":")
 		if i < 0 {
 			return nil, fmt.Errorf("%q is not of the form host:count", item)

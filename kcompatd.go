@@ -35,6 +35,7 @@ import (
 	"github.com/kcompatd/kcompatd/cleaner"
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol"
 )
@@ -114,7 +115,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	store, err := partition.Open(partition.Config{
-		Dir:                               splitList(cfg.LogDirs)[0],
+		Dir:                               configdef.SplitList(cfg.LogDirs)[0],
 		NodeID:                            cfg.NodeID,
 		Defaults:                          logDefaults,
 		RecoveryCheckpointInterval:        time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
@@ -210,7 +211,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		groups:     groups,
 		txns:       txns,
 		store:      store,
-		dir:        splitList(cfg.LogDirs)[0],
+		dir:        configdef.SplitList(cfg.LogDirs)[0],
 		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
 		serveDone:  make(chan struct{}),
 	}
@@ -237,7 +238,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	}
 	ev.Str("addr", lns[0].Addr().String()).
 		Str("advertised", b.advertised).
-		Str("log_dir", splitList(cfg.LogDirs)[0]).
+		Str("log_dir", configdef.SplitList(cfg.LogDirs)[0]).
 		Int32("node_id", cfg.NodeID).
 		Str("cluster_id", store.ClusterID()).
 		Int64("recovery_bytes_read", store.RecoveryBytesRead()).

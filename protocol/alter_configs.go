@@ -164,31 +164,13 @@ func (s *Server) alterTopic(name string, ops []configOp, incremental, validateOn
 	// The new overrides from the current ones, under the store's catalog
 	// lock, so that concurrent alters of one topic cannot lose a change.
 	update := func(cur map[string]string) (map[string]string, error) {
-		next := map[string]string{}
-		if incremental {
-			next = cur
-		}
-		for _, o := range ops {
-			switch o.op {
-			case opSet:
-				next[o.name] = *o.value
-			case opDelete:
-				delete(next, o.name)
-			case opAppend, opSubtract:
-				def, _ := partition.TopicConfigDef(o.name)
-				if def.Type != configdef.List {
-					return nil, &configError{kerr.InvalidConfig, "Can't " + opName(o.op) + " to key " + o.name + " because its type is not LIST."}
-				}
-				v, ok := next[o.name]
-				if !ok {
-					v = def.Default
-				}
-				next[o.name] = applyListOp(v, o.op, *o.value)
-			default:
-				return nil, invalidRequest("Unknown operations type %d", o.op)
+		return applyConfigOps(cur, ops, incremental, func(o configOp) (string, error) {
+			def, _ := partition.TopicConfigDef(o.name)
+			if def.Type != configdef.List {
+				return "", &configError{kerr.InvalidConfig, "Can't " + opName(o.op) + " to key " + o.name + " because its type is not LIST."}
 			}
-		}
-		return next, nil
+			return def.Default, nil
+		})
 	}
 	if s.store.Topic(name) == nil {
 		// Kafka validates the configs before it looks the topic up.
@@ -209,6 +191,37 @@ func (s *Server) alterTopic(name string, ops []configOp, incremental, validateOn
 		s.log.Info().Str("topic", name).Int("overrides", len(t.Overrides)).Msg("topic configs altered")
 	}
 	return err
+}
+
+// applyConfigOps applies ops to a resource's current configs (legacy
+// AlterConfigs replaces the whole set: not incremental). listBase checks
+// that an APPEND or SUBTRACT names a LIST config and returns the value
+// it starts from where cur does not set it.
+func applyConfigOps(cur map[string]string, ops []configOp, incremental bool, listBase func(configOp) (string, error)) (map[string]string, error) {
+	next := map[string]string{}
+	if incremental {
+		next = cur
+	}
+	for _, o := range ops {
+		switch o.op {
+		case opSet:
+			next[o.name] = *o.value
+		case opDelete:
+			delete(next, o.name)
+		case opAppend, opSubtract:
+			base, err := listBase(o)
+			if err != nil {
+				return nil, err
+			}
+			if v, ok := next[o.name]; ok {
+				base = v
+			}
+			next[o.name] = applyListOp(base, o.op, *o.value)
+		default:
+			return nil, invalidRequest("Unknown operations type %d", o.op)
+		}
+	}
+	return next, nil
 }
 
 // applyListOp is Kafka's APPEND (add the items not present) and SUBTRACT
@@ -256,33 +269,16 @@ func (s *Server) alterBroker(name string, ops []configOp, incremental, validateO
 		return invalidRequest("Cannot update these configs dynamically: Set(%s)", strings.Join(fixed, ", "))
 	}
 	update := func(cur map[string]string) (map[string]string, error) {
-		next := map[string]string{}
-		if incremental {
-			next = cur
-		}
-		for _, o := range ops {
-			switch o.op {
-			case opSet:
-				next[o.name] = *o.value
-			case opDelete:
-				delete(next, o.name)
-			case opAppend, opSubtract:
-				view := s.configView()
-				if view.static[o.name].Type != configdef.List {
-					return nil, invalidRequest("Config value %s is not allowed for config key: %s", strings.ToLower(opName(o.op)), o.name)
-				}
-				v, ok := next[o.name]
-				if !ok {
-					if p := view.brokerValue(o.name); p != nil {
-						v = *p
-					}
-				}
-				next[o.name] = applyListOp(v, o.op, *o.value)
-			default:
-				return nil, invalidRequest("Unknown operations type %d", o.op)
+		return applyConfigOps(cur, ops, incremental, func(o configOp) (string, error) {
+			view := s.configView()
+			if view.static[o.name].Type != configdef.List {
+				return "", invalidRequest("Config value %s is not allowed for config key: %s", strings.ToLower(opName(o.op)), o.name)
 			}
-		}
-		return next, nil
+			if v := view.brokerValue(o.name); v != nil {
+				return *v, nil
+			}
+			return "", nil
+		})
 	}
 	err := s.store.AlterDynamicBrokerConfigs(perBroker, update, validateOnly)
 	if errors.Is(err, partition.ErrInvalidConfig) {
