@@ -235,6 +235,9 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	if e.Property == "" {
+		return "kcompatd: " + e.Reason
+	}
 	if e.Value == "" {
 		return fmt.Sprintf("kcompatd: %s: %s", e.Property, e.Reason)
 	}
@@ -764,7 +767,9 @@ func (c *Config) validate() []*ConfigError {
 	}
 	if len(logErrs) == 0 {
 		if _, err := partition.BrokerDefaults(logDefaults); err != nil {
-			errs = append(errs, &ConfigError{Property: "log.*", Reason: err.Error()})
+			// A conflict between two of them (min.compaction.lag.ms
+			// above max.compaction.lag.ms): every topic would fail.
+			errs = append(errs, &ConfigError{Reason: err.Error()})
 		}
 	}
 	return errs
