@@ -78,3 +78,23 @@ func TestPropertyNamesWrittenOnce(t *testing.T) {
 		}
 	}
 }
+
+// DescribeConfigs v3+ answers Kafka's documentation for every broker
+// property, as for every topic config.
+func TestEveryPropertyIsDocumented(t *testing.T) {
+	for _, p := range properties {
+		if p.Doc == "" || p.note == "" {
+			t.Errorf("%s: doc %q, README note %q", p.Name, p.Doc, p.note)
+		}
+	}
+	for _, b := range partition.BrokerLogConfigs() {
+		if b.Doc == "" || b.Note == "" {
+			t.Errorf("%s: doc %q, README note %q", b.Name, b.Doc, b.Note)
+		}
+		for _, s := range b.Synonyms {
+			if s.Doc == "" {
+				t.Errorf("%s has no doc", s.Name)
+			}
+		}
+	}
+}
