@@ -31,9 +31,13 @@ type Config struct {
 	// ProducerIDExpirationCheckInterval is
 	// producer.id.expiration.check.interval.ms (0: Kafka's 10 minutes).
 	ProducerIDExpirationCheckInterval time.Duration
-	FS                                vfs.FS      // nil means vfs.OS{}
-	Clock                             clock.Clock // nil means clock.Real{}
-	Logger                            zerolog.Logger
+	// Jitter draws a segment's roll jitter, in [0, n) ms, for
+	// segment.jitter.ms (nil: math/rand/v2's Int64N); tests make it
+	// deterministic.
+	Jitter func(n int64) int64
+	FS     vfs.FS      // nil means vfs.OS{}
+	Clock  clock.Clock // nil means clock.Real{}
+	Logger zerolog.Logger
 }
 
 // ValidateTopicName applies Kafka's rules for topic names.

@@ -20,11 +20,12 @@ import (
 var testStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 type testEnv struct {
-	t     *testing.T
-	dir   string
-	fs    *countingFS
-	clock *clock.Manual
-	defs  LogConfig
+	t      *testing.T
+	dir    string
+	fs     *countingFS
+	clock  *clock.Manual
+	defs   LogConfig
+	jitter func(int64) int64 // Config.Jitter
 }
 
 func newEnv(t *testing.T) *testEnv {
@@ -38,6 +39,7 @@ func (e *testEnv) open() *Store {
 		Dir:      e.dir,
 		NodeID:   1,
 		Defaults: e.defs,
+		Jitter:   e.jitter,
 		FS:       e.fs,
 		Clock:    e.clock,
 		Logger:   zerolog.New(zerolog.NewTestWriter(e.t)),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -320,8 +321,8 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 }
 
 // shouldRollLocked applies Kafka's roll rules: the batch would take the
-// segment past segment.bytes, segment.ms has passed since the first
-// batch's timestamp, an index is full, or the batch's offsets do not fit
+// segment past segment.bytes, MaxSegmentMs less the segment's jitter has
+// passed since the first batch's timestamp, an index is full, or the batch's offsets do not fit
 // a relative offset. An empty segment is never rolled. REQUIRES: mu held.
 func (l *Log) shouldRollLocked(h recordbatch.Header, size int64, cfg *LogConfig) bool {
 	seg := l.active
@@ -345,7 +346,25 @@ func (l *Log) shouldRollLocked(h recordbatch.Header, size int64, cfg *LogConfig)
 	} else {
 		waited = l.store.clock.Now().UnixMilli() - seg.createdMs
 	}
-	return waited > cfg.SegmentMs
+	if !seg.rollJitterSet {
+		// Kafka draws it when the segment is opened, from the config
+		// of that moment; the first roll check is as good a moment.
+		seg.rollJitterMs, seg.rollJitterSet = l.store.rollJitter(cfg), true
+	}
+	return waited > cfg.MaxSegmentMs()-seg.rollJitterMs
+}
+
+// rollJitter draws a segment's roll jitter as Kafka's
+// LogConfig.randomSegmentJitter: below segment.jitter.ms and segment.ms.
+func (s *Store) rollJitter(cfg *LogConfig) int64 {
+	n := min(cfg.SegmentJitterMs, cfg.SegmentMs)
+	if n <= 0 {
+		return 0
+	}
+	if s.cfg.Jitter != nil {
+		return s.cfg.Jitter(n)
+	}
+	return rand.Int64N(n)
 }
 
 // rollLocked starts a new active segment at base. The old one gets its

@@ -37,6 +37,7 @@ const (
 type LogConfig struct {
 	SegmentBytes         int32   // segment.bytes, default 1 GiB, min 14
 	SegmentMs            int64   // segment.ms, default 7 days
+	SegmentJitterMs      int64   // segment.jitter.ms, default 0
 	SegmentIndexBytes    int32   // segment.index.bytes, default 10 MiB
 	IndexIntervalBytes   int32   // index.interval.bytes, default 4096
 	FlushMessages        int64   // flush.messages, default MaxInt64 (no fsync per append)
@@ -90,6 +91,17 @@ func (c LogConfig) Delete() bool { return strings.Contains(c.CleanupPolicy, "del
 
 // LogAppendTime reports message.timestamp.type=LogAppendTime.
 func (c LogConfig) LogAppendTime() bool { return c.MessageTimestampType == "LogAppendTime" }
+
+// MaxSegmentMs is the age at which the active segment rolls: segment.ms,
+// or max.compaction.lag.ms where that is sooner on a compacted topic, so
+// that a quiet compacted topic's records get compacted within the lag
+// (Kafka's LogConfig.maxSegmentMs, KIP-354).
+func (c LogConfig) MaxSegmentMs() int64 {
+	if c.Compact() && c.MaxCompactionLagMs > 0 {
+		return min(c.MaxCompactionLagMs, c.SegmentMs)
+	}
+	return c.SegmentMs
+}
 
 // TimestampBounds returns how far, in ms, a CreateTime record's timestamp
 // may lie before and after the broker's clock: each of before.max.ms and
@@ -435,9 +447,10 @@ var topicConfigs = []*topicConfigDef{
 	{
 		Def: configdef.Def{Name: "segment.jitter.ms", Type: configdef.Long, Default: "0", Range: configdef.AtLeast(0),
 			Doc: "The maximum random jitter subtracted from the scheduled segment roll time to avoid thundering herds of segment rolling"},
+		apply: func(c *LogConfig, v configdef.Value) { c.SegmentJitterMs = v.Int },
 		broker: []brokerLogConfig{
 			{Def: configdef.Def{Name: "log.roll.jitter.ms", NullDefault: true, Doc: "The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used"},
-				note: "accepted and reported; segments roll without jitter"},
+				note: "each segment rolls up to this much earlier than `log.roll.ms` says, by a random amount drawn when it opens, ms"},
 			{Def: configdef.Def{Name: "log.roll.jitter.hours", Type: configdef.Int, Default: "0", Doc: "The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to log.roll.jitter.ms property"}, scale: 3600000},
 		},
 	},

@@ -256,9 +256,18 @@ func TestRollRules(t *testing.T) {
 		{"segment.ms by record time", map[string]string{"segment.ms": "100"}, func(i int) int64 { return int64(i) * 60 }, 5},
 		{"index full", map[string]string{"segment.index.bytes": "16", "index.interval.bytes": "0"}, func(i int) int64 { return int64(i) }, 5}, // 16/12: one time index entry
 		{"no roll", nil, func(i int) int64 { return 1 }, 1},
+		// KIP-354: a compacted topic rolls by max.compaction.lag.ms when
+		// it is below segment.ms, so its records can be compacted in time.
+		{"max.compaction.lag.ms on a compacted topic", map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "100"}, func(i int) int64 { return int64(i) * 60 }, 5},
+		{"max.compaction.lag.ms without compact", map[string]string{"max.compaction.lag.ms": "100"}, func(i int) int64 { return int64(i) * 60 }, 1},
+		// The jitter (the test's draw: its maximum, 149) brings the
+		// roll age down to 51: every batch 60 ms later rolls.
+		{"segment.jitter.ms", map[string]string{"segment.ms": "200", "segment.jitter.ms": "150"}, func(i int) int64 { return int64(i) * 60 }, 10},
+		{"segment.jitter.ms at most segment.ms", map[string]string{"segment.ms": "100", "segment.jitter.ms": "100000"}, func(i int) int64 { return int64(i) * 60 }, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
+			e.jitter = func(n int64) int64 { return n - 1 }
 			s := e.open()
 			defer s.Close()
 			l := mustCreate(t, s, "t", 1, tc.overrides).Partitions[0]

@@ -69,6 +69,10 @@ type segment struct {
 	// roll's flush goroutine is still about to sync its indexes.
 	closeMu sync.Mutex
 	closed  bool // guarded by closeMu
+	// rollJitterMs is subtracted from the roll age (segment.jitter.ms),
+	// drawn once: rollJitterSet. Guarded by the Log's mu.
+	rollJitterMs  int64
+	rollJitterSet bool
 }
 
 func (s *segment) path(suffix string) string {
