@@ -103,7 +103,7 @@ func sortedEntity(parts []QuotaEntityPart) []QuotaEntityPart {
 
 func (s *Store) loadClientQuotas() error {
 	s.quotas.entities = map[string]ClientQuota{}
-	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, clientQuotasFile), 64<<20)
+	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, clientQuotasFile), int64(s.maxMetadataBytes()))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -218,7 +218,10 @@ func (s *Store) AlterClientQuotas(changes []ClientQuotaChange) error {
 		// Only a NaN or infinite value fails; protocol/ refuses those.
 		return fmt.Errorf("partition: encoding client quotas: %w", err)
 	}
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, clientQuotasFile), append(data, '\n')); err != nil {
+	if data, err = s.boundedMetadata("client quotas", append(data, '\n')); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, clientQuotasFile), data); err != nil {
 		return fmt.Errorf("%w: writing client quotas: %v", ErrStorage, err)
 	}
 	s.quotas.entities = next

@@ -31,6 +31,11 @@ type Config struct {
 	// ProducerIDExpirationCheckInterval is
 	// producer.id.expiration.check.interval.ms (0: Kafka's 10 minutes).
 	ProducerIDExpirationCheckInterval time.Duration
+	// MaxMetadataFileBytes bounds the topic catalog, dynamic broker
+	// config and client quota files, in bytes, on write and on start-up
+	// alike (0: 64 MiB). A change that would exceed it is refused
+	// (ErrMetadataTooLarge).
+	MaxMetadataFileBytes int
 	// Jitter draws a segment's roll jitter, in [0, n) ms, for
 	// segment.jitter.ms (nil: math/rand/v2's Int64N); tests make it
 	// deterministic.

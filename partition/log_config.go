@@ -154,16 +154,81 @@ type brokerLogConfig struct {
 }
 
 // gzipLevel is Kafka's GzipCompression level validator.
-func gzipLevel(v configdef.Value) string {
+func gzipLevel(_ string, v configdef.Value) string {
 	if v.Int != -1 && (v.Int < 1 || v.Int > 9) {
 		return "Value must be between 1 and 9 or equal to -1"
 	}
 	return ""
 }
 
+// metadataVersions are Kafka 3.9's MetadataVersion releases with the
+// number of their IVn versions (0: none, as 0.8.0), which
+// message.format.version must name.
+var metadataVersions = map[string]int{
+	"0.8.0": 0, "0.8.1": 0, "0.8.2": 0, "0.9.0": 0,
+	"0.10.0": 2, "0.10.1": 3, "0.10.2": 1, "0.11.0": 3,
+	"1.0": 1, "1.1": 1, "2.0": 2, "2.1": 3, "2.2": 2, "2.3": 2, "2.4": 2,
+	"2.5": 1, "2.6": 1, "2.7": 3, "2.8": 2,
+	"3.0": 2, "3.1": 1, "3.2": 1, "3.3": 4, "3.4": 1, "3.5": 3, "3.6": 3,
+	"3.7": 5, "3.8": 1, "3.9": 1,
+}
+
+// messageFormatVersion is Kafka's MetadataVersionValidator
+// (MetadataVersion.fromVersionString): a release ("2.8", "0.10.2"), a
+// release with more segments ("2.8.1"), or one of its IV versions
+// ("3.0-IV1").
+func messageFormatVersion(_ string, v configdef.Value) string {
+	segments := strings.Split(v.Text, ".")
+	n := 2
+	if strings.HasPrefix(v.Text, "0.") {
+		n = 3
+	}
+	key := v.Text
+	if len(segments) > n {
+		key = strings.Join(segments[:n], ".")
+	}
+	release, iv, hasIV := strings.Cut(key, "-IV")
+	count, ok := metadataVersions[release]
+	if hasIV {
+		i, err := strconv.Atoi(iv)
+		ok = ok && err == nil && i >= 0 && i < count && strconv.Itoa(i) == iv
+	}
+	if !ok {
+		return "Version " + v.Text + " is not a valid version"
+	}
+	return ""
+}
+
+// throttledReplicas is Kafka's ThrottledReplicaListValidator: "*" or
+// partitionId:brokerId items.
+func throttledReplicas(name string, v configdef.Value) string {
+	if len(v.List) == 1 && v.List[0] == "*" {
+		return ""
+	}
+	for _, item := range v.List {
+		p, b, ok := strings.Cut(item, ":")
+		if !ok || !digits(p) || !digits(b) {
+			return name + " must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+		}
+	}
+	return ""
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // nonEmptyList refuses an empty list: a broker needs a cleanup policy
 // (kcompatd's rule; a topic may set cleanup.policy to "").
-func nonEmptyList(v configdef.Value) string {
+func nonEmptyList(_ string, v configdef.Value) string {
 	if len(v.List) == 0 {
 		return "Value must not be empty"
 	}
@@ -256,7 +321,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "follower.replication.throttled.replicas", Type: configdef.List, Default: "",
+		Def: configdef.Def{Name: "follower.replication.throttled.replicas", Type: configdef.List, Default: "", Check: throttledReplicas,
 			Doc: "A list of replicas for which log replication should be throttled on the follower side. The list should describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the wildcard '*' can be used to throttle all replicas for this topic."},
 	},
 	{
@@ -269,7 +334,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "leader.replication.throttled.replicas", Type: configdef.List, Default: "",
+		Def: configdef.Def{Name: "leader.replication.throttled.replicas", Type: configdef.List, Default: "", Check: throttledReplicas,
 			Doc: "A list of replicas for which log replication should be throttled on the leader side. The list should describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the wildcard '*' can be used to throttle all replicas for this topic."},
 	},
 	{
@@ -315,7 +380,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "message.format.version", Type: configdef.String, Default: "3.0-IV1",
+		Def: configdef.Def{Name: "message.format.version", Type: configdef.String, Default: "3.0-IV1", Check: messageFormatVersion,
 			Doc: "[DEPRECATED] Specify the message format version the broker will use to append messages to the logs. The value of this config is always assumed to be `3.0` if `inter.broker.protocol.version` is 3.0 or higher (the actual config value is ignored). Otherwise, the value should be a valid ApiVersion. Some examples are: 0.10.0, 1.1, 2.8, 3.0. By setting a particular message format version, the user is certifying that all the existing messages on disk are smaller or equal than the specified version. Setting this value incorrectly will cause consumers with older versions to break as they will receive messages with a format that they don't understand."},
 		broker: []brokerLogConfig{
 			{static: true, Def: configdef.Def{Name: "log.message.format.version", Doc: "Specify the message format version the broker will use to append messages to the logs. The value should be a valid MetadataVersion. Some examples are: 0.8.2, 0.9.0.0, 0.10.0, check MetadataVersion for more details. By setting a particular message format version, the user is certifying that all the existing messages on disk are smaller or equal than the specified version. Setting this value incorrectly will cause consumers with older versions to break as they will receive messages with a format that they don't understand."},

@@ -189,7 +189,7 @@ func (s *Store) load() error {
 	logStarts := s.readOffsetCheckpoint(logStartOffsetFile)
 
 	var topics []catalogTopicJSON
-	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, catalogFile), maxCheckpointFileBytes)
+	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, catalogFile), int64(s.maxMetadataBytes()))
 	switch {
 	case err == nil:
 		if topics, err = decodeCatalog(data); err != nil {
@@ -514,7 +514,11 @@ func (s *Store) writeCatalog(name string, t *Topic) error {
 	} else {
 		delete(next, name)
 	}
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), encodeCatalog(next)); err != nil {
+	data, err := s.boundedMetadata("topic catalog", encodeCatalog(next))
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, catalogFile), data); err != nil {
 		// The old or the new catalog may be on disk: write nothing more.
 		s.markOffline(err)
 		return fmt.Errorf("%w: writing catalog: %v", ErrStorage, err)
@@ -766,6 +770,25 @@ func (s *Store) closeLogs() {
 		}
 	}
 	s.bg.Wait()
+}
+
+// maxMetadataBytes bounds the topic catalog, the dynamic broker configs
+// and the client quotas files, both when they are written and when
+// start-up reads them: Config.MaxMetadataFileBytes, 64 MiB by default.
+func (s *Store) maxMetadataBytes() int {
+	if s.cfg.MaxMetadataFileBytes > 0 {
+		return s.cfg.MaxMetadataFileBytes
+	}
+	return maxCheckpointFileBytes
+}
+
+// boundedMetadata returns data, or ErrMetadataTooLarge when it is larger
+// than start-up reads of a metadata file.
+func (s *Store) boundedMetadata(what string, data []byte) ([]byte, error) {
+	if max := s.maxMetadataBytes(); len(data) > max {
+		return nil, withDetail(ErrMetadataTooLarge, fmt.Sprintf("kcompatd keeps its %s in a file of at most %d bytes; this change would make it %d", what, max, len(data)))
+	}
+	return data, nil
 }
 
 // writeFileAtomic is the one way small metadata files are written.

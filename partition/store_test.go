@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"github.com/rs/zerolog"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -58,6 +60,14 @@ func TestResolveLogConfig(t *testing.T) {
 		{"retention too low", map[string]string{"retention.ms": "-2"}, "Value must be at least -1", nil},
 		{"stored only", map[string]string{"min.insync.replicas": "2", "preallocate": "true", "unclean.leader.election.enable": "false", "message.format.version": "3.0-IV1"}, "", nil},
 		{"boolean bad", map[string]string{"preallocate": "yes"}, "Expected value to be either true or false", nil},
+		// Kafka's MetadataVersionValidator and ThrottledReplicaListValidator.
+		{"message.format.version release", map[string]string{"message.format.version": "2.8.1"}, "", nil},
+		{"message.format.version 0.x", map[string]string{"message.format.version": "0.10.2-IV0"}, "", nil},
+		{"message.format.version bad", map[string]string{"message.format.version": "junk"}, "Invalid value junk for configuration message.format.version: Version junk is not a valid version", nil},
+		{"message.format.version bad IV", map[string]string{"message.format.version": "3.0-IV2"}, "Version 3.0-IV2 is not a valid version", nil},
+		{"throttled wildcard", map[string]string{"leader.replication.throttled.replicas": " * "}, "", nil},
+		{"throttled list", map[string]string{"follower.replication.throttled.replicas": "0:1, 1:1"}, "", nil},
+		{"throttled bad", map[string]string{"leader.replication.throttled.replicas": "0:x"}, "leader.replication.throttled.replicas must be the literal '*' or a list of replicas", nil},
 		{"gzip level", map[string]string{"compression.gzip.level": "-1"}, "", nil},
 		{"gzip level bad", map[string]string{"compression.gzip.level": "0"}, "Value must be between 1 and 9 or equal to -1", nil},
 		{"compaction lags", map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)", nil},
@@ -313,5 +323,40 @@ func TestAdvanceLogStartOffset(t *testing.T) {
 	defer s.Close()
 	if o := s.Topic("t").Partitions[0].Offsets(); o.LogStartOffset != 3 || o.HighWatermark != 6 {
 		t.Fatalf("after restart %+v", o)
+	}
+}
+
+// No request can leave a metadata file that start-up refuses: a change
+// that would make the catalog, the dynamic broker configs or the client
+// quotas larger than start-up reads is refused, and the store reopens.
+func TestMetadataFilesBounded(t *testing.T) {
+	e := newEnv(t)
+	open := func() *Store {
+		s, err := Open(Config{Dir: e.dir, NodeID: 1, FS: e.fs, Clock: e.clock, MaxMetadataFileBytes: 4096, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	}
+	s := open()
+	big := strings.Repeat("0:1,", 2000) // 8000 bytes
+	if _, err := s.CreateTopic("t", 1, map[string]string{"leader.replication.throttled.replicas": big}, false); !errors.Is(err, ErrMetadataTooLarge) {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	mustCreate(t, s, "t", 1, nil)
+	if _, err := s.AlterTopicConfig("t", ReplaceConfigs(map[string]string{"follower.replication.throttled.replicas": big}), false); !errors.Is(err, ErrMetadataTooLarge) {
+		t.Fatalf("AlterTopicConfig: %v", err)
+	}
+	if err := s.AlterDynamicBrokerConfigs(false, ReplaceConfigs(map[string]string{"log.message.format.version": "3.0" + strings.Repeat(".0", 3000)}), false); !errors.Is(err, ErrMetadataTooLarge) {
+		t.Fatalf("AlterDynamicBrokerConfigs: %v", err)
+	}
+	if s.Offline() != nil {
+		t.Fatalf("offline: %v", s.Offline())
+	}
+	s.Close()
+	s = open()
+	defer s.Close()
+	if tp := s.Topic("t"); tp == nil || len(tp.Overrides) != 0 {
+		t.Fatalf("after restart: %+v", tp)
 	}
 }

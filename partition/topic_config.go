@@ -60,7 +60,7 @@ func (s *Store) loadDynamicBrokerConfigs() error {
 	s.dyn.static = s.cfg.Defaults
 	s.dyn.clusterDefault = map[string]string{}
 	s.dyn.broker = map[string]string{}
-	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, dynamicBrokerConfigFile), maxCheckpointFileBytes)
+	data, err := readFile(s.fs, filepath.Join(s.cfg.Dir, dynamicBrokerConfigFile), int64(s.maxMetadataBytes()))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -182,7 +182,10 @@ func (s *Store) AlterDynamicBrokerConfigs(perBroker bool, update func(cur map[st
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, dynamicBrokerConfigFile), append(data, '\n')); err != nil {
+	if data, err = s.boundedMetadata("dynamic broker configs", append(data, '\n')); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, dynamicBrokerConfigFile), data); err != nil {
 		return fmt.Errorf("%w: writing %s: %v", ErrStorage, dynamicBrokerConfigFile, err)
 	}
 	s.dyn.mu.Lock()

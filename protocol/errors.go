@@ -26,6 +26,7 @@ var errorMapping = []struct {
 	{partition.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{partition.ErrRecordTooLarge, kerr.MessageTooLarge},
 	{partition.ErrStorage, kerr.KafkaStorageError},
+	{partition.ErrMetadataTooLarge, kerr.PolicyViolation},
 	// A store closing under us is a broker going away: retriable, and it
 	// makes clients refresh metadata.
 	{partition.ErrClosed, kerr.NotLeaderForPartition},

@@ -102,8 +102,9 @@ type Def struct {
 	OneOf    []string
 	FoldCase bool
 	// Check is a further rule, run after the type, range and choices; it
-	// returns the reason a value is invalid, or "".
-	Check func(Value) string
+	// gets the property's name and returns the reason a value is invalid,
+	// or "".
+	Check func(name string, v Value) string
 	// Doc is Kafka's documentation of the property, which DescribeConfigs
 	// returns (v3+ with IncludeDocumentation).
 	Doc string
@@ -188,7 +189,7 @@ func (d *Def) Parse(raw string) (Value, error) {
 		}
 	}
 	if d.Check != nil {
-		if reason := d.Check(v); reason != "" {
+		if reason := d.Check(d.Name, v); reason != "" {
 			return fail(reason)
 		}
 	}

@@ -12,7 +12,7 @@ func TestParse(t *testing.T) {
 	codec := Def{Name: "compression.type", Type: String, OneOf: []string{"gzip", "producer"}, FoldCase: true}
 	flag := Def{Name: "preallocate", Type: Boolean}
 	long := Def{Name: "retention.ms", Type: Long}
-	odd := Def{Name: "level", Type: Int, Check: func(v Value) string {
+	odd := Def{Name: "level", Type: Int, Check: func(_ string, v Value) string {
 		if v.Int%2 == 0 {
 			return "Value must be odd"
 		}
