@@ -283,15 +283,7 @@ func (c *Coordinator) expiryLoop() {
 // ExpireOffsets runs one offset expiry pass over every group now (the
 // background loop does this every OffsetsRetentionCheckInterval).
 func (c *Coordinator) ExpireOffsets() {
-	for _, g := range c.allGroups() {
-		done := make(chan struct{})
-		if g.do(context.Background(), func() { g.expireOffsets(); close(done) }) {
-			select {
-			case <-done:
-			case <-g.done:
-			}
-		}
-	}
+	c.eachGroup(context.Background(), (*group).expireOffsets)
 }
 
 // newMemberID is Kafka's clientId + "-" + UUID.
