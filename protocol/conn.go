@@ -487,6 +487,7 @@ func (c *conn) serve(frame []byte) error {
 		ClientID:      h.clientID,
 		Remote:        c.remote,
 		Body:          req,
+		log:           &c.log,
 	}
 	resp, err := c.call(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool

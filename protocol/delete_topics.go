@@ -141,8 +141,7 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 		if err := s.store.DeleteTopic(name); err != nil {
 			t := kmsg.NewDeleteTopicsResponseTopic()
 			t.Topic, t.TopicID = &name, d.id
-			t.ErrorCode = s.errorCode(err)
-			t.ErrorMessage = errorMessage(err)
+			t.ErrorCode, t.ErrorMessage = s.errorAnswer(r, err, name, -1)
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
