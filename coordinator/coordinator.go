@@ -245,6 +245,26 @@ func (c *Coordinator) startGroup(g *group) {
 	}()
 }
 
+// replaceGroup puts a fresh group, with old's committed and pending
+// transactional offsets and no members, in place of old, whose goroutine
+// is ending (group.recoverPanic).
+func (c *Coordinator) replaceGroup(old *group) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.groups[old.id] != old {
+		return
+	}
+	g := newGroup(c, old.id)
+	g.offsets, g.txnOffsets = old.offsets, old.txnOffsets
+	for pid := range g.txnOffsets {
+		c.txnIdx.remove(pid, old)
+		c.txnIdx.add(pid, g)
+	}
+	g.publish()
+	c.groups[g.id] = g
+	c.startGroup(g)
+}
+
 // removeGroup forgets a group that went Dead.
 func (c *Coordinator) removeGroup(g *group) {
 	c.mu.Lock()

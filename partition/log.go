@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/internal/panics"
 	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -393,6 +394,9 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 	l.rollWG.Add(1)
 	go func() {
 		defer l.rollWG.Done()
+		// A panic abandons this flush: the next flush covers the data,
+		// recovery the rest.
+		defer panics.Log(l.logger, "background flush after a roll panicked")
 		err := l.syncTo(base)
 		if err == nil {
 			// The recovery point may already have passed the old segment

@@ -1,10 +1,8 @@
 package protocol
 
 import (
-	"bytes"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/syncbuf"
 	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
@@ -144,7 +143,7 @@ func TestStorageErrorTakesLogDirOffline(t *testing.T) {
 // default text), never the OS error; the detail is logged at Warn with
 // the request's fields.
 func TestStorageErrorMessages(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	fsys, w, produce := offlineServer(t, zerolog.New(&logs))
 	if p := produce("a"); p.ErrorCode != 0 {
 		t.Fatalf("produce before the fault: %v", kerr.ErrorForCode(p.ErrorCode))
@@ -184,22 +183,4 @@ func strOrNil(s *string) string {
 		return "<nil>"
 	}
 	return *s
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
