@@ -2,13 +2,17 @@ package cleaner
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/panics"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -105,6 +109,10 @@ type Cleaner struct {
 	total   Stats // sums over all passes; guarded by mu
 	passes  int64 // guarded by mu
 	started bool  // guarded by mu
+
+	// deadThreads counts cleaner threads stopped by a panic outside a
+	// pass (Kafka's DeadThreadCount metric).
+	deadThreads atomic.Int32
 
 	maps  chan *offsetMap // one per thread, reused
 	stop  chan struct{}
@@ -211,8 +219,22 @@ func (c *Cleaner) sleep(d time.Duration) bool {
 // threadLoop is one cleaner thread (Kafka's CleanerThread.doWork): clean
 // the filthiest log, run retention for compacted logs, and back off when
 // there was nothing to clean.
+//
+// Panics: one inside the work on a log (a pass, a log's retention) fails
+// that log like an error, marking it uncleanable (runPass). One outside
+// it stops this thread, logged at Error with its stack and counted in
+// DeadThreads, as Kafka's CleanerThread, a ShutdownableThread, stops on
+// an error doWork does not handle; the other threads, the retention task
+// and the broker go on, and the partitions' logs stay served.
 func (c *Cleaner) threadLoop() {
 	defer c.wg.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			c.deadThreads.Add(1)
+			c.logger.Error().Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
+				Msg("log cleaner thread stopped by a panic; compaction continues on the other threads, if any")
+		}
+	}()
 	for !c.stopped() {
 		cleaned, _ := c.CleanOnce()
 		c.RetainCompacted()
@@ -222,13 +244,41 @@ func (c *Cleaner) threadLoop() {
 	}
 }
 
+// DeadThreads is how many cleaner threads a panic stopped (Kafka's
+// LogCleaner DeadThreadCount).
+func (c *Cleaner) DeadThreads() int { return int(c.deadThreads.Load()) }
+
 // retentionLoop runs retention over logs that are not compacted every
-// log.retention.check.interval.ms (Kafka's kafka-log-retention task).
+// log.retention.check.interval.ms (Kafka's kafka-log-retention task). A
+// panic in one run is logged at Error and the task runs again at its next
+// interval, as KafkaScheduler logs an uncaught exception of a scheduled
+// task and keeps the schedule.
 func (c *Cleaner) retentionLoop() {
 	defer c.wg.Done()
 	for c.sleep(time.Duration(c.cfg.RetentionCheckIntervalMs) * time.Millisecond) {
-		c.RetainDeleteOnly()
+		panics.Run(c.logger, "retention run panicked; it runs again at the next check interval", c.RetainDeleteOnly)
 	}
+}
+
+// errPanicked marks the error a panic in the work on one log became.
+var errPanicked = errors.New("cleaner: panic")
+
+// recoverInto turns a panic of the caller into *err, wrapping errPanicked
+// with the panic value and stack. Deferred by the work on one log, so that
+// a bug met on that log fails the log, as an error would.
+func recoverInto(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %v\n%s", errPanicked, r, debug.Stack())
+	}
+}
+
+// runPass is p.run with a panic turned into an error: Kafka's
+// LogCleaner.cleanLog wraps any exception of a pass in a
+// LogCleaningException and the thread marks the partition uncleanable
+// (CleanerThread.cleanFilthiestLog) and goes on.
+func runPass(p *pass, cp int64) (next int64, cleaned bool, err error) {
+	defer recoverInto(&err)
+	return p.run(cp)
 }
 
 type candidate struct {
@@ -479,7 +529,7 @@ func (c *Cleaner) clean(cand candidate, now int64) (bool, error) {
 		return c.paused[cand.tp] > 0
 	}
 	leo := cand.log.Offsets().LogEndOffset
-	next, cleaned, err := p.run(cp)
+	next, cleaned, err := runPass(p, cp)
 
 	c.mu.Lock()
 	defer func() {

@@ -99,6 +99,17 @@ func (e *env) log(name string) *partition.Log {
 
 func (e *env) now() int64 { return e.clock.Now().UnixMilli() }
 
+// keyWrittenThrice creates topic t, one batch per segment, with key a
+// written three times: a log with something to clean.
+func (e *env) keyWrittenThrice() (*partition.Log, partition.TopicPartition) {
+	e.t.Helper()
+	l := e.topic("t", oneBatchPerSegment)
+	e.appendRecs(l, plain, kv("a", "1"))
+	e.appendRecs(l, plain, kv("a", "2"))
+	e.appendRecs(l, plain, kv("a", "3"))
+	return l, tpOf(l)
+}
+
 // rec is a record as a test writes and reads it. Value nil is a
 // tombstone; Key nil a keyless record.
 type rec struct {

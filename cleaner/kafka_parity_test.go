@@ -138,11 +138,7 @@ func TestFailedLogStaysUncleanable(t *testing.T) {
 	fs := memfs.New()
 	e := newTestEnv(t, fs)
 	e.open()
-	l := e.topic("t", oneBatchPerSegment)
-	e.appendRecs(l, plain, kv("a", "1"))
-	e.appendRecs(l, plain, kv("a", "2"))
-	e.appendRecs(l, plain, kv("a", "3"))
-	tp := tpOf(l)
+	l, tp := e.keyWrittenThrice()
 	var logs bytes.Buffer
 	e.cleaner.logger = zerolog.New(&logs)
 	// Corrupt the first segment's last byte: its CRC no longer matches.
@@ -199,11 +195,7 @@ func TestUncleanableMarkForgotten(t *testing.T) {
 	e := newTestEnv(t, memfs.New())
 	e.open()
 	defer e.close()
-	l := e.topic("t", oneBatchPerSegment)
-	e.appendRecs(l, plain, kv("a", "1"))
-	e.appendRecs(l, plain, kv("a", "2"))
-	e.appendRecs(l, plain, kv("a", "3"))
-	tp := tpOf(l)
+	l, tp := e.keyWrittenThrice()
 	e.cleaner.uncleanable[tp] = uncleanableMark{log: l, retryAt: math.MaxInt64}
 	if ok, _ := e.cleaner.CleanOnce(); ok {
 		t.Fatal("marked log cleaned")

@@ -244,11 +244,7 @@ func TestDeletedTopicAbortsCleaning(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", oneBatchPerSegment)
-	e.appendRecs(l, plain, kv("a", "1"))
-	e.appendRecs(l, plain, kv("a", "2"))
-	e.appendRecs(l, plain, kv("a", "3"))
-	tp := tpOf(l)
+	l, tp := e.keyWrittenThrice()
 	if err := e.store.DeleteTopic("t"); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (c *Cleaner) retain(compacted bool) {
 		if skip {
 			continue
 		}
-		n, err := DeleteOldSegments(cand.log, now)
+		n, err := deleteOldSegmentsRecovered(cand.log, now)
 		if err != nil && !errors.Is(err, partition.ErrUnknownTopic) && !errors.Is(err, partition.ErrClosed) && !cand.log.Deleted() {
 			if compacted {
 				c.markUncleanable(cand, "retention", err)
@@ -131,4 +131,11 @@ func DeleteOldSegments(l Log, now int64) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// deleteOldSegmentsRecovered is DeleteOldSegments with a panic turned
+// into an error, which fails that log alone (recoverInto).
+func deleteOldSegmentsRecovered(l Log, now int64) (n int, err error) {
+	defer recoverInto(&err)
+	return DeleteOldSegments(l, now)
 }

@@ -386,11 +386,27 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, parts [
 }
 
 // TopicDeleted drops every group's committed offsets of a deleted topic,
-// writing tombstones, as Kafka's onPartitionsDeleted does.
+// writing tombstones, as Kafka's onPartitionsDeleted does. The deletion
+// of __consumer_offsets itself unloads every group instead, as Kafka's
+// group coordinator resigns the partitions of a deleted offsets topic
+// (BrokerMetadataPublisher.updateCoordinator -> onResignation): groups
+// and their committed offsets are gone, a waiting JoinGroup or SyncGroup
+// is answered NOT_COORDINATOR so its client finds the coordinator again,
+// and the topic comes back, empty, on its next use.
 func (c *Coordinator) TopicDeleted(ctx context.Context, topic string) {
+	if topic == OffsetsTopic {
+		c.eachGroup(ctx, (*group).unload)
+		return
+	}
+	c.eachGroup(ctx, func(g *group) { g.dropTopic(topic) })
+}
+
+// eachGroup runs f on the goroutine of every live group in turn, waiting
+// for each.
+func (c *Coordinator) eachGroup(ctx context.Context, f func(*group)) {
 	for _, g := range c.allGroups() {
 		done := make(chan struct{})
-		if g.do(ctx, func() { g.dropTopic(topic); close(done) }) {
+		if g.do(ctx, func() { f(g); close(done) }) {
 			select {
 			case <-done:
 			case <-g.done:

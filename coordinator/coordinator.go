@@ -245,6 +245,26 @@ func (c *Coordinator) startGroup(g *group) {
 	}()
 }
 
+// replaceGroup puts a fresh group, with old's committed and pending
+// transactional offsets and no members, in place of old, whose goroutine
+// is ending (group.recoverPanic).
+func (c *Coordinator) replaceGroup(old *group) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.groups[old.id] != old {
+		return
+	}
+	g := newGroup(c, old.id)
+	g.offsets, g.txnOffsets = old.offsets, old.txnOffsets
+	for pid := range g.txnOffsets {
+		c.txnIdx.remove(pid, old)
+		c.txnIdx.add(pid, g)
+	}
+	g.publish()
+	c.groups[g.id] = g
+	c.startGroup(g)
+}
+
 // removeGroup forgets a group that went Dead.
 func (c *Coordinator) removeGroup(g *group) {
 	c.mu.Lock()
@@ -283,15 +303,7 @@ func (c *Coordinator) expiryLoop() {
 // ExpireOffsets runs one offset expiry pass over every group now (the
 // background loop does this every OffsetsRetentionCheckInterval).
 func (c *Coordinator) ExpireOffsets() {
-	for _, g := range c.allGroups() {
-		done := make(chan struct{})
-		if g.do(context.Background(), func() { g.expireOffsets(); close(done) }) {
-			select {
-			case <-done:
-			case <-g.done:
-			}
-		}
-	}
+	c.eachGroup(context.Background(), (*group).expireOffsets)
 }
 
 // newMemberID is Kafka's clientId + "-" + UUID.

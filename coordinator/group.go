@@ -3,6 +3,8 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -202,6 +204,7 @@ func (g *group) run() {
 			g.timer.Stop()
 		}
 	}()
+	defer g.recoverPanic() // first: replaces the group before done closes
 	for {
 		g.armTimer()
 		var tc <-chan time.Time
@@ -231,6 +234,29 @@ func (g *group) run() {
 			return
 		}
 	}
+}
+
+// recoverPanic handles a panic of the group's goroutine (a request's work
+// or a timer's): logged at Error with the group and the stack, the
+// group's membership is failed and its committed offsets kept. Blocked
+// JoinGroup and SyncGroup calls get NOT_COORDINATOR, every other caller
+// sees the goroutine gone (done closes), and a fresh group with the same
+// offsets and pending transactional offsets, and no members, takes its
+// place: its former members are told UNKNOWN_MEMBER_ID and rejoin. This
+// is how Kafka's coordinator runtime contains a failed operation to its
+// group (CoordinatorRuntime fails the event and keeps the shard), except
+// that a half-applied membership change cannot be rolled back here, so
+// the membership is dropped rather than trusted. The offsets are kept
+// because a commit changes memory only after its record is written.
+func (g *group) recoverPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	g.log.Error().Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
+		Msg("group goroutine panicked: membership failed, committed offsets kept")
+	g.failWaiters(kerr.NotCoordinator.Code)
+	g.c.replaceGroup(g)
 }
 
 // fireTimer runs the due timer's work; the timer is spent.

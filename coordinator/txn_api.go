@@ -632,15 +632,43 @@ func (c *TxnCoordinator) RemoveExpired() {
 			t.mu.Unlock()
 			continue
 		}
-		t.dead = true
-		c.mu.Lock()
-		if c.txns[t.id] == t {
-			delete(c.txns, t.id)
-		}
-		c.mu.Unlock()
+		c.forgetLocked(t)
 		t.mu.Unlock()
 		c.log.Debug().Str("transactional_id", t.id).Msg("removed expired transactional id")
 	}
+}
+
+// forgetLocked removes t from memory: callers holding it look the id up
+// again. REQUIRES: t.mu held.
+func (c *TxnCoordinator) forgetLocked(t *txn) {
+	t.dead = true
+	c.mu.Lock()
+	if c.txns[t.id] == t {
+		delete(c.txns, t.id)
+	}
+	c.mu.Unlock()
+}
+
+// TopicDeleted forgets every transactional id when __transaction_state
+// is deleted, as Kafka's transaction coordinator resigns the partitions
+// of a deleted transaction log (BrokerMetadataPublisher.updateCoordinator
+// -> TransactionCoordinator.onResignation, which removes their metadata
+// without writing anything). The topic comes back, empty, on its next
+// use; an id's next InitProducerId starts it afresh. Other topics are no
+// concern of the transaction coordinator here.
+func (c *TxnCoordinator) TopicDeleted(topic string) {
+	if topic != TxnTopic {
+		return
+	}
+	ts := c.snapshot()
+	for _, t := range ts {
+		t.mu.Lock()
+		if !t.dead {
+			c.forgetLocked(t)
+		}
+		t.mu.Unlock()
+	}
+	c.log.Info().Int("transactional_ids", len(ts)).Msg("transaction log deleted: transactional ids unloaded")
 }
 
 // DescribeTransaction is one id's answer to DescribeTransactions.

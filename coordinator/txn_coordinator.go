@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/panics"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -254,7 +255,8 @@ func (c *TxnCoordinator) every(d time.Duration, f func()) {
 			return
 		case <-t.C():
 		}
-		f()
+		// A panic fails this run only (KafkaScheduler's rule).
+		panics.Run(c.log, "transaction coordinator task panicked; it runs again at its next interval", f)
 	}
 }
 

@@ -230,6 +230,19 @@ func (g *group) closeTxn(producerID int64) map[topicPartition]offsetEntry {
 	return p
 }
 
+// unload forgets the group without writing anything: its log is gone
+// (TopicDeleted of __consumer_offsets). Open transactions on it close;
+// blocked joins and syncs get NOT_COORDINATOR.
+func (g *group) unload() {
+	for pid := range g.txnOffsets {
+		g.closeTxn(pid)
+	}
+	g.offsets = map[topicPartition]offsetEntry{}
+	g.failWaiters(kerr.NotCoordinator.Code)
+	g.log.Info().Msg("group unloaded: __consumer_offsets was deleted")
+	g.setState(stateDead)
+}
+
 // hasPendingTxnOffset reports whether an open transaction holds an offset
 // for tp (Kafka's hasPendingTransactionalOffsets).
 func (g *group) hasPendingTxnOffset(tp topicPartition) bool {

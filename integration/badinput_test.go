@@ -395,3 +395,27 @@ func TestBadProduce(t *testing.T) {
 		})
 	}
 }
+
+// TestBadMetadataNullTopic sends Metadata v12 and v13 naming a topic by
+// neither name nor id (a null name, a zero id), which once dereferenced
+// nil: the broker answers as Kafka 4.3.1 does (the whole request fails,
+// every topic UNKNOWN_SERVER_ERROR, a null name as ""), keeps the
+// connection, and logs no panic.
+func TestBadMetadataNullTopic(t *testing.T) {
+	b := startBroker(t, "")
+	c := dialRaw(t, b.Addr)
+	for _, v := range []int16{12, 13} {
+		md := kmsg.NewPtrMetadataRequest()
+		md.SetVersion(v)
+		md.Topics = []kmsg.MetadataRequestTopic{{}}
+		resp := kmsg.NewPtrMetadataResponse()
+		if err := c.request(md, resp); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.UnknownServerError.Code ||
+			resp.Topics[0].Topic == nil || *resp.Topics[0].Topic != "" {
+			t.Fatalf("v%d: %+v", v, resp.Topics)
+		}
+	}
+	checkHealthy(t, b, c)
+}

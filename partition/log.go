@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/internal/panics"
 	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -133,18 +134,24 @@ func (l *Log) Wait() <-chan struct{} {
 
 // waiters is one generation of Wait's channel. taken records that Wait
 // handed it out, so that an append nobody waits for allocates nothing.
+// final marks the last generation, installed closed by closeWaiters and
+// never replaced.
 type waiters struct {
 	ch    chan struct{}
 	taken atomic.Bool
+	final bool // set before the generation is published
 }
 
 func newWaiters() *waiters { return &waiters{ch: make(chan struct{})} }
 
 // notify wakes every waiter. A generation not taken is left in place: a
 // Wait that takes it afterwards reads Offsets after this append's high
-// watermark, which was published before notify ran.
+// watermark, which was published before notify ran. Only the caller whose
+// swap removes a generation closes its channel, and the final generation
+// is never removed, so notify is safe against a concurrent or earlier
+// close (an Append whose notify runs after DeleteTopics closed the log).
 func (l *Log) notify() {
-	if w := l.waitCh.Load(); w.taken.Load() {
+	if w := l.waitCh.Load(); !w.final && w.taken.Load() {
 		if l.waitCh.CompareAndSwap(w, newWaiters()) {
 			close(w.ch)
 		}
@@ -154,13 +161,10 @@ func (l *Log) notify() {
 // closeWaiters wakes every waiter for good: later Wait calls return a
 // closed channel.
 func (l *Log) closeWaiters() {
-	done := newWaiters()
+	done := &waiters{ch: make(chan struct{}), final: true}
 	close(done.ch)
 	done.taken.Store(true)
-	old := l.waitCh.Swap(done)
-	select {
-	case <-old.ch:
-	default:
+	if old := l.waitCh.Swap(done); !old.final {
 		close(old.ch)
 	}
 }
@@ -211,16 +215,62 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 		marker = controlMarker(batch)
 	}
 
+	w, err := l.appendUnderLock(batch, h, cfg, origin, marker, guard, &res)
+	if err != nil {
+		return res, err
+	}
+	if w.dup != nil {
+		// The original may still be waiting for its fsync (a retry on
+		// another connection): acknowledge the duplicate only once the
+		// original is as durable as its own answer would be.
+		if hw := l.hw.Load().offset; hw < w.base {
+			if err := l.syncTo(w.base); err != nil {
+				return res, fmt.Errorf("%w: %v", ErrStorage, err)
+			}
+		}
+		return *w.dup, nil
+	}
+	base, mark := w.base, w.mark
+	if w.needSync {
+		if err := l.syncTo(mark.offset); err != nil {
+			if l.gone.Load() {
+				return res, l.goneErr()
+			}
+			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		l.advanceHW(mark)
+	}
+	// The log may have closed since appendUnderLock returned (DeleteTopics):
+	// notify is safe against that.
+	l.notify()
+	res.BaseOffset = base
+	res.LogStartOffset = l.logStart.Load()
+	return res, nil
+}
+
+// appended is what appendUnderLock leaves for Append to finish outside
+// the lock: the batch's base offset and its high-watermark mark, whether
+// the flush policy wants an fsync first, or the answer to a duplicate.
+type appended struct {
+	base     int64
+	mark     *hwMark
+	needSync bool
+	dup      *AppendResult
+}
+
+// appendUnderLock is the part of an append done under mu: the checks,
+// offset assignment, the write and the index entries. It unlocks by
+// defer, so a panic on any of these paths cannot leave mu held.
+func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard, res *AppendResult) (appended, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
-		l.mu.Unlock()
-		return res, l.goneErr()
+		return appended{}, l.goneErr()
 	}
 	// After a failed write or fsync, here or in any log of the data dir,
 	// write nothing more (offline.go).
 	if err := l.offlineLocked(); err != nil {
-		l.mu.Unlock()
-		return res, err
+		return appended{}, err
 	}
 	base := l.leo.Load()
 	if cfg.LogAppendTime() {
@@ -232,20 +282,11 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 	var pinfo *appendInfo
 	if h.ProducerID() >= 0 {
 		dup, info, err := l.producerCheckLocked(h, base, origin, marker, guard)
-		if err != nil || dup != nil {
-			l.mu.Unlock()
-			if dup == nil {
-				return res, err
-			}
-			// The original may still be waiting for its fsync (a retry
-			// on another connection): acknowledge the duplicate only once
-			// the original is as durable as its own answer would be.
-			if hw := l.hw.Load().offset; hw < base {
-				if err := l.syncTo(base); err != nil {
-					return res, fmt.Errorf("%w: %v", ErrStorage, err)
-				}
-			}
-			return *dup, nil
+		if err != nil {
+			return appended{}, err
+		}
+		if dup != nil {
+			return appended{base: base, dup: dup}, nil
 		}
 		pinfo = info
 	}
@@ -253,39 +294,34 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 	h.SetLeaderEpoch(leaderEpoch)
 	size := int64(len(batch))
 
+	// failLocked takes the log offline after a failed write, as Kafka
+	// takes the data dir offline.
+	failLocked := func(err error, what string) (appended, error) {
+		l.fail(err)
+		l.logger.Error().Err(err).Int64("offset", base).Msg(what)
+		return appended{}, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
 	if l.shouldRollLocked(h, size, cfg) {
 		if err := l.rollLocked(base, cfg); err != nil {
-			l.fail(err)
-			l.mu.Unlock()
-			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot roll segment")
-			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+			return failLocked(err, "cannot roll segment")
 		}
 	}
 	if !l.epochWritten {
 		// Kafka records the epoch's start offset when the epoch's first
 		// batch is appended.
 		if err := l.writeLeaderEpochLocked(base); err != nil {
-			l.fail(err)
-			l.mu.Unlock()
-			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+			return failLocked(err, "cannot write leader epoch checkpoint")
 		}
 	}
 	seg := l.active
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
-		// A failed write takes the data dir offline, as in Kafka; the
-		// part of the batch that landed is past seg.size, unread, and
-		// recovery truncates it.
-		l.fail(err)
-		l.mu.Unlock()
-		l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to segment")
-		return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		// The part of the batch that landed is past seg.size, unread,
+		// and recovery truncates it.
+		return failLocked(err, "cannot append to segment")
 	}
 	if err := seg.noteBatchLocked(h, pos, size, cfg.IndexIntervalBytes); err != nil {
-		l.fail(err)
-		l.mu.Unlock()
-		l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to index")
-		return res, fmt.Errorf("%w: %v", ErrStorage, err)
+		return failLocked(err, "cannot append to index")
 	}
 	seg.size.Store(pos + size)
 	end := h.LastOffset() + 1
@@ -293,31 +329,14 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 	mark := &hwMark{offset: end, segBase: seg.base, pos: pos + size}
 	if pinfo != nil {
 		if err := l.applyProducerLocked(pinfo, seg); err != nil {
-			l.fail(err)
-			l.mu.Unlock()
-			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot append to aborted-transaction index")
-			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+			return failLocked(err, "cannot append to aborted-transaction index")
 		}
 	}
 	needSync := cfg.FlushMessages != math.MaxInt64 && end-l.flushed.Load() >= cfg.FlushMessages
 	if !needSync {
 		l.advanceHW(mark)
 	}
-	l.mu.Unlock()
-
-	if needSync {
-		if err := l.syncTo(end); err != nil {
-			if l.gone.Load() {
-				return res, l.goneErr()
-			}
-			return res, fmt.Errorf("%w: %v", ErrStorage, err)
-		}
-		l.advanceHW(mark)
-	}
-	l.notify()
-	res.BaseOffset = base
-	res.LogStartOffset = l.logStart.Load()
-	return res, nil
+	return appended{base: base, mark: mark, needSync: needSync}, nil
 }
 
 // shouldRollLocked applies Kafka's roll rules: the batch would take the
@@ -394,6 +413,9 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 	l.rollWG.Add(1)
 	go func() {
 		defer l.rollWG.Done()
+		// A panic abandons this flush: the next flush covers the data,
+		// recovery the rest.
+		defer panics.Log(l.logger, "background flush after a roll panicked")
 		err := l.syncTo(base)
 		if err == nil {
 			// The recovery point may already have passed the old segment

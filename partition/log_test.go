@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/kcompatd/kcompatd/recordbatch"
@@ -508,3 +509,66 @@ func TestFsyncFailureTakesLogOffline(t *testing.T) {
 }
 
 var _ = math.MaxInt64
+
+// TestNotifyAfterDeleteDoesNotPanic is the state an Append reaches when
+// DeleteTopics closes the log between Append's unlock and its notify: a
+// waiter took the channel, the close woke every waiter for good, and the
+// append's notify runs last. notify must not close the closed channel
+// again (from a coordinator goroutine that panic kills the process), and
+// Wait must keep returning a closed channel.
+func TestNotifyAfterDeleteDoesNotPanic(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+	mustAppend(t, l, mkBatch(t, 1, 1, 10))
+	wait := l.Wait()
+	if err := s.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("notify after close panicked: %v", r)
+			}
+		}()
+		l.notify()
+		l.notify()
+	}()
+	for i, ch := range []<-chan struct{}{wait, l.Wait()} {
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("channel %d not closed after the log closed", i)
+		}
+	}
+}
+
+// TestAppendRacingDelete appends from several goroutines, each taking
+// Wait's channel, while the topic is deleted: no append may panic.
+func TestAppendRacingDelete(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	for round := 0; round < 20; round++ {
+		l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b := mkBatch(t, 1, 1, 10)
+				for i := 0; i < 50; i++ {
+					l.Wait()
+					if _, err := l.Append(append([]byte(nil), b...)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		if err := s.DeleteTopic("t"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+}

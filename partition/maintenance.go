@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/kcompatd/kcompatd/internal/panics"
 )
 
 // ErrSegmentsChanged means the segments named in a replacement are no
@@ -342,6 +344,8 @@ func (l *Log) retire(old []*segment) error {
 	t := l.store.clock.NewTimer(delay)
 	go func() {
 		defer l.rollWG.Done()
+		// A panic leaves the .deleted files, which the next start removes.
+		defer panics.Log(l.logger, "delayed segment removal panicked")
 		select {
 		case <-t.C():
 		case <-l.closing:

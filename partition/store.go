@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/panics"
 	"github.com/kcompatd/kcompatd/internal/vfs"
 )
 
@@ -163,11 +164,14 @@ func (s *Store) producerExpiryLoop() {
 			return
 		case <-t.C():
 		}
-		for _, tp := range s.Topics() {
-			for _, l := range tp.Partitions {
-				l.ExpireProducers(s.producerExpirationMs())
+		// A panic fails this run only (KafkaScheduler's rule).
+		panics.Run(s.logger, "producer expiry panicked; it runs again at its next interval", func() {
+			for _, tp := range s.Topics() {
+				for _, l := range tp.Partitions {
+					l.ExpireProducers(s.producerExpirationMs())
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -601,6 +605,7 @@ func (s *Store) goBackground(f func()) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
+		defer panics.Log(s.logger, "background file work panicked")
 		f()
 	}()
 }
@@ -656,10 +661,13 @@ func (s *Store) checkpointLoop() {
 		if s.Offline() != nil {
 			continue // Kafka flushes and checkpoints only live log dirs
 		}
-		s.flushDue()
-		if err := s.WriteCheckpoints(); err != nil {
-			s.logger.Error().Err(err).Msg("cannot write offset checkpoints")
-		}
+		// A panic fails this run only (KafkaScheduler's rule).
+		panics.Run(s.logger, "flush and checkpoint task panicked; it runs again at its next interval", func() {
+			s.flushDue()
+			if err := s.WriteCheckpoints(); err != nil {
+				s.logger.Error().Err(err).Msg("cannot write offset checkpoints")
+			}
+		})
 	}
 }
 

@@ -170,7 +170,7 @@ func handleAlterClientQuotas(s *Server, r *Request) (kmsg.Response, error) {
 		if err := s.store.AlterClientQuotas(changes); err != nil {
 			// Nothing was applied: every entity that would have been
 			// fails alike.
-			code, msg := s.errorCode(err), errorMessage(err)
+			code, msg := s.errorAnswer(r, err, "", -1)
 			if errors.Is(err, partition.ErrTooManyQuotaEntities) {
 				// Our bound on the file, which Kafka does not have.
 				code, msg = kerr.InvalidRequest.Code, msgPtr(err.Error())

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -487,6 +488,7 @@ func (c *conn) serve(frame []byte) error {
 		ClientID:      h.clientID,
 		Remote:        c.remote,
 		Body:          req,
+		log:           &c.log,
 	}
 	resp, err := c.call(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool
@@ -548,7 +550,7 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 	if fr, ok := resp.(*kmsg.FetchResponse); ok && c.writev {
 		bufs, nb, ok := c.splice.encode(b, fr)
 		if ok {
-			_, err := bufs.WriteTo(c.nc)
+			err := c.send(nil, &bufs)
 			c.splice.clear()
 			c.keepWbuf(nb)
 			return err
@@ -558,9 +560,59 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	_, err := c.nc.Write(b)
+	err := c.send(b, nil)
 	c.keepWbuf(b)
 	return err
+}
+
+// send writes a response, b or else bufs, whole. The socket taking any of
+// it is activity (touch), as Kafka's Selector updates a connection's idle
+// time whenever its socket is ready, pending send included
+// (Selector.pollSelectionKeys -> IdleExpiryManager.update): so a client
+// that reads a large response slowly but steadily is never idle, and one
+// that stops reading is closed by the idle sweeper once its response has
+// moved no byte for connections.max.idle.ms, which closes the socket
+// and ends the write. To see progress while the socket is full, the write
+// stops every writeStep (a real-time socket deadline; the idle clock is
+// s.clock) and goes on with what is left. With connections.max.idle.ms
+// negative there is no step and no idle close, as in Kafka.
+//
+// A tls.Conn cannot go on after a write deadline expires: a TLS listener
+// would have to write in chunks instead.
+func (c *conn) send(b []byte, bufs *net.Buffers) error {
+	step := c.s.writeStep
+	for {
+		if step > 0 {
+			if err := c.nc.SetWriteDeadline(time.Now().Add(step)); err != nil {
+				return err
+			}
+		}
+		var n int64
+		var err error
+		if bufs != nil {
+			n, err = bufs.WriteTo(c.nc)
+		} else {
+			k, werr := c.nc.Write(b)
+			n, b, err = int64(k), b[k:], werr
+		}
+		if n > 0 && err != nil {
+			c.touch()
+		}
+		if err == nil || step <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+	}
+}
+
+// writeStepFor is how often a blocked response write records its
+// progress for an idle timeout of idle: a tenth of it, within [10 ms,
+// 1 s], so progress is seen well within the timeout; 0 (never) when
+// connections are never idle-closed.
+func writeStepFor(idle time.Duration) time.Duration {
+	if idle < 0 {
+		return 0
+	}
+	return min(max(idle/10, 10*time.Millisecond), time.Second)
 }
 
 // keepWbuf keeps b's array for the next response unless it is large.

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -356,4 +357,58 @@ func TestProduceDecompressedLimitEachCodec(t *testing.T) {
 	if end := tp.Partitions[0].Offsets().LogEndOffset; end != 4 {
 		t.Fatalf("log end offset %d, want 4 (one batch per codec)", end)
 	}
+}
+
+// A client that reads its responses slowly but steadily is not cut short:
+// as Kafka's Selector counts every write that moves bytes as activity, a
+// response write is idle only while the socket takes none of it. Once
+// the client stops reading, the connection is closed after
+// connections.max.idle.ms without progress.
+func TestSlowDrainingReaderKept(t *testing.T) {
+	b, swept := limitsBroker(t, idleLimits(), func(s *Server) { s.writeStep = 5 * time.Millisecond })
+	b.createTopic(t, "big", 1, nil)
+	l, err := b.store.Log("big", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 36 { // 32 MiB, beyond what the socket buffers hold
+		if _, err := l.Append(slowReaderBatch(t, b.nowMs())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := dialWire(t, b.addr)
+	w.roundTrip(apiVersionsReq(3))
+	<-swept
+	sc := onlyConn(t, b.s)
+	f := longPollFetch("big", 0)
+	f.Topics[0].Partitions[0].PartitionMaxBytes = 32 << 20
+	f.MaxWaitMillis = 0
+	w.send(f)
+	buf := make([]byte, 1<<20)
+	if _, err := io.ReadFull(w.br, buf); err != nil { // the response is being written
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Millisecond) // so that progress shows as a new active time
+	for round := range 3 {
+		if _, err := io.ReadFull(w.br, buf); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		now := b.clock.Now().UnixNano()
+		for i := 0; sc.active.Load() != now; i++ { // the server records the progress
+			if i == 5000 {
+				t.Fatalf("round %d: the response's progress was not recorded as activity", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b.clock.Advance(testIdle - time.Millisecond)
+		<-swept
+		if sc.ctx.Err() != nil {
+			t.Fatalf("round %d: a connection whose response is being read was closed as idle", round)
+		}
+	}
+	b.clock.Advance(testIdle) // no reading for connections.max.idle.ms
+	if closed := <-swept; closed != 1 {
+		t.Fatalf("sweep closed %d connections, want the stalled one", closed)
+	}
+	w.expectClosed()
 }

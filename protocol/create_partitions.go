@@ -51,7 +51,7 @@ func handleCreatePartitions(s *Server, r *Request) (kmsg.Response, error) {
 		if count[t.Topic] > 1 {
 			continue
 		}
-		code, msg := s.createPartitions(t, req.ValidateOnly)
+		code, msg := s.createPartitions(r, t, req.ValidateOnly)
 		resp.Topics = append(resp.Topics, createPartitionsResult(t.Topic, code, msg))
 	}
 	return resp, nil
@@ -67,7 +67,7 @@ func createPartitionsResult(topic string, code int16, msg *string) kmsg.CreatePa
 
 // createPartitions checks and applies one topic's request and returns its
 // error code and message.
-func (s *Server) createPartitions(t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, *string) {
+func (s *Server) createPartitions(r *Request, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, *string) {
 	topic := s.store.Topic(t.Topic)
 	if topic == nil {
 		return kerr.UnknownTopicOrPartition.Code, nil
@@ -92,7 +92,7 @@ func (s *Server) createPartitions(t *kmsg.CreatePartitionsRequestTopic, validate
 		}
 	}
 	if _, err := s.store.CreatePartitions(t.Topic, t.Count, validateOnly); err != nil {
-		return s.errorCode(err), errorMessage(err)
+		return s.errorAnswer(r, err, t.Topic, -1)
 	}
 	if !validateOnly {
 		s.log.Debug().Str("topic", t.Topic).Int32("partitions", t.Count).Msg("created partitions")

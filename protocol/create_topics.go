@@ -62,7 +62,7 @@ func handleCreateTopics(s *Server, r *Request) (kmsg.Response, error) {
 			}
 			continue
 		}
-		resp.Topics = append(resp.Topics, s.createTopic(r.Version, &t, req.ValidateOnly))
+		resp.Topics = append(resp.Topics, s.createTopic(r, &t, req.ValidateOnly))
 	}
 	for _, name := range dups {
 		resp.Topics = append(resp.Topics, failedCreatableTopic(name, kerr.InvalidRequest, "Duplicate topic name."))
@@ -89,7 +89,8 @@ func failedCreatableTopicCode(name string, code int16, msg *string) kmsg.CreateT
 }
 
 // createTopic checks and creates one topic.
-func (s *Server) createTopic(version int16, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+func (s *Server) createTopic(r *Request, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+	version := r.Version
 	fail := func(code *kerr.Error, msg string) kmsg.CreateTopicsResponseTopic {
 		return failedCreatableTopic(t.Topic, code, msg)
 	}
@@ -154,7 +155,8 @@ func (s *Server) createTopic(version int16, t *kmsg.CreateTopicsRequestTopic, va
 
 	created, err := s.store.CreateTopic(t.Topic, numPartitions, overrides, validateOnly)
 	if err != nil {
-		return failedCreatableTopicCode(t.Topic, s.errorCode(err), errorMessage(err))
+		code, msg := s.errorAnswer(r, err, t.Topic, -1)
+		return failedCreatableTopicCode(t.Topic, code, msg)
 	}
 	if !validateOnly {
 		s.log.Debug().Str("topic", t.Topic).Int32("partitions", numPartitions).Msg("created topic")

@@ -11,6 +11,12 @@ package protocol
 //   - An unknown id is UNKNOWN_TOPIC_ID, an unknown name
 //     UNKNOWN_TOPIC_OR_PARTITION; the rest are deleted and reported with
 //     both name and id. Entries come in that order, as Kafka builds them.
+//   - __consumer_offsets and __transaction_state are deleted like any
+//     topic, as Kafka 4.3.1 deletes them (ControllerApis.deleteTopics and
+//     ReplicationControlManager.deleteTopic have no internal-topic check;
+//     a 4.3.1 broker answers NONE): their coordinator unloads its state,
+//     as Kafka's resigns the deleted partitions, and the topic comes back
+//     empty on its next use.
 //
 // Version notes:
 //   - v1: throttle
@@ -135,8 +141,7 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 		if err := s.store.DeleteTopic(name); err != nil {
 			t := kmsg.NewDeleteTopicsResponseTopic()
 			t.Topic, t.TopicID = &name, d.id
-			t.ErrorCode = s.errorCode(err)
-			t.ErrorMessage = errorMessage(err)
+			t.ErrorCode, t.ErrorMessage = s.errorAnswer(r, err, name, -1)
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
@@ -145,6 +150,9 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 			// As Kafka's onPartitionsDeleted: committed offsets of the
 			// topic go too, so a topic created again starts afresh.
 			s.groups.TopicDeleted(r.Ctx, name)
+		}
+		if s.txns != nil {
+			s.txns.TopicDeleted(name)
 		}
 		add(&name, d.id, nil, "")
 	}

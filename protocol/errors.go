@@ -70,6 +70,7 @@ func (s *Server) errorCode(err error) int16 {
 // errorMessage is the message Kafka would send next to code for err: the
 // error's own text when it carries Kafka's wording (partition's detail
 // errors), else nil and the client falls back on the code's description.
+// A storage error is always nil: its text is the OS error, for our log.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
@@ -79,6 +80,44 @@ func errorMessage(err error) *string {
 			return nil // a bare sentinel carries no detail
 		}
 	}
+	if errors.Is(err, partition.ErrStorage) {
+		// Kafka sends no message with KAFKA_STORAGE_ERROR: its
+		// ReplicaManager.appendToLocalLog answers a KafkaStorageException
+		// with hasCustomErrorMessage = false, so LogAppendResult.errorMessage
+		// is null and the client shows the code's default text. The OS
+		// error stays in our log (Request.logStorageError).
+		return nil
+	}
 	msg := err.Error()
 	return &msg
+}
+
+// errorAnswer is errorCode and errorMessage for a failure of the request
+// r on topic and partition part (-1: none; topic "": none), logging a
+// storage failure's detail first.
+func (s *Server) errorAnswer(r *Request, err error, topic string, part int32) (int16, *string) {
+	r.logStorageError(err, topic, part)
+	return s.errorCode(err), errorMessage(err)
+}
+
+// logStorageError logs, at Warn with the request's fields, the detail of a
+// storage failure that r answers as KAFKA_STORAGE_ERROR with Kafka's
+// message only. Other errors log nothing.
+func (r *Request) logStorageError(err error, topic string, part int32) {
+	if r.log == nil || !errors.Is(err, partition.ErrStorage) {
+		return
+	}
+	cid := ""
+	if r.ClientID != nil {
+		cid = *r.ClientID
+	}
+	ev := r.log.Warn().Err(err).Int16("api_key", r.Body.Key()).Int16("api_version", r.Version).
+		Int32("correlation_id", r.CorrelationID).Str("client_id", cid)
+	if topic != "" {
+		ev = ev.Str("topic", topic)
+	}
+	if part >= 0 {
+		ev = ev.Int32("partition", part)
+	}
+	ev.Msg("storage error answered as KAFKA_STORAGE_ERROR")
 }

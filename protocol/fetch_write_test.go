@@ -120,7 +120,7 @@ func TestFetchSpliceOverConn(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	c := &conn{nc: a, writev: true} // net.Buffers falls back to a write per piece
+	c := &conn{s: &Server{}, nc: a, writev: true} // net.Buffers falls back to a write per piece
 	resp := spliceCase(13, []int{spliceMinBytes * 2, 5, spliceMinBytes}, rand.New(rand.NewPCG(3, 4)))
 	errc := make(chan error, 1)
 	go func() { errc <- c.write(header{correlation: 9}, resp) }()

@@ -401,3 +401,45 @@ func checkOffsetDeleteVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
 	req.Group = "unknown"
 	expectErr(t, "unknown group", w.roundTrip(req).(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.GroupIDNotFound)
 }
+
+// TestDeleteOffsetsTopic: Kafka 4.3.1 deletes __consumer_offsets when
+// asked (no internal-topic check in ControllerApis.deleteTopics or
+// ReplicationControlManager.deleteTopic), answers NONE with name and id,
+// and its group coordinator resigns the deleted partitions
+// (BrokerMetadataPublisher.updateCoordinator -> onResignation): the
+// groups and their committed offsets are gone, and a member's next
+// heartbeat is told to find its coordinator again. The topic comes back
+// on the next use, empty.
+func TestDeleteOffsetsTopic(t *testing.T) {
+	b, w := groupBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	resp := w.roundTrip(commitReq(8, "simple", -1, "", "t", 5)).(*kmsg.OffsetCommitResponse)
+	expectErr(t, "commit", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	m, gen := stable(t, w, "g")
+	id := b.store.Topic(coordinator.OffsetsTopic).ID
+
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: strp(coordinator.OffsetsTopic)}}
+	r := w.roundTrip(req).(*kmsg.DeleteTopicsResponse)
+	if len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 || r.Topics[0].ErrorMessage != nil ||
+		*r.Topics[0].Topic != coordinator.OffsetsTopic || r.Topics[0].TopicID != [16]byte(id) {
+		t.Fatalf("delete: %+v", r.Topics)
+	}
+	if got := fetchOffset(t, w, "simple", "t"); got.ErrorCode != 0 || got.Offset != -1 {
+		t.Fatalf("offset after the offsets topic was deleted: %+v", got)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(4)
+	hb.Group, hb.Generation, hb.MemberID = "g", gen, m
+	got := w.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode
+	hb.Group = "never-existed"
+	if want := w.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode; got != want || got == 0 {
+		t.Fatalf("heartbeat of a member of an unloaded group: %d, of an unknown group %d", got, want)
+	}
+	resp = w.roundTrip(commitReq(8, "simple", -1, "", "t", 6)).(*kmsg.OffsetCommitResponse)
+	expectErr(t, "commit after", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	if got := fetchOffset(t, w, "simple", "t"); got.Offset != 6 {
+		t.Fatalf("offset committed after deletion: %+v", got)
+	}
+}

@@ -30,10 +30,12 @@ import (
 //     closed. A request being served (a Fetch long poll) keeps its
 //     connection alive, where Kafka's Selector would count only socket
 //     activity; with Kafka's bounds on fetch.max.wait.ms the two agree. A
-//     response the client does not read counts as idle from when its
-//     write began, so a client that stops reading is closed too (a single
-//     response taking longer than the timeout to drain is cut short); a
-//     request read ahead behind it does not count as being served.
+//     response being written is activity whenever the socket takes some
+//     of it, as Kafka's Selector counts a writable socket (conn.send): a
+//     client that stops reading is closed once its response has moved no
+//     byte for the timeout, and a slow reader that keeps draining is not
+//     cut short; a request read ahead behind it does not count as being
+//     served.
 //   - queued.max.request.bytes: see requestMemory.
 
 // ConnectionLimits bounds the connections a server holds. Values are

@@ -23,6 +23,14 @@ package protocol
 //   - v12+: topics may be named by id; unknown ids get UNKNOWN_TOPIC_ID with a
 //     null name. Below v12 a null name or a non-zero id makes every topic
 //     INVALID_REQUEST (Kafka's error response for InvalidRequestException).
+//   - v12+ naming no topic by id and some topic by neither name nor id (a
+//     null name, a zero id) fails the whole request as Kafka 4.3.1 does:
+//     every requested topic gets UNKNOWN_SERVER_ERROR, a null name as "",
+//     and v13 sets the top-level error code too. (Kafka's
+//     KafkaApis.handleTopicMetadataRequest drops zero ids, so such a
+//     request is by name, and the null name fails in the metadata cache;
+//     the failure is answered by MetadataRequest.getErrorResponse.
+//     Observed on a 4.3.1 broker.)
 //   - Authorized operations (v8+), when asked for, are every operation of
 //     the resource, as Kafka answers without an authorizer.
 //
@@ -88,7 +96,7 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
 	allTopics := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
-	var byID bool
+	var byID, nullName bool
 	if !allTopics {
 		for _, t := range req.Topics {
 			if r.Version < 12 && (t.Topic == nil || t.TopicID != ([16]byte{})) {
@@ -98,8 +106,20 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 			}
 			if t.TopicID != ([16]byte{}) {
 				byID = true
+			} else if t.Topic == nil {
+				nullName = true
 			}
 		}
+	}
+	if nullName && !byID {
+		// By name, with a name missing: Kafka fails the request (see
+		// the file comment).
+		s.log.Debug().Int16("api_version", r.Version).Msg("metadata request names a topic by neither name nor id")
+		resp = metadataErrorResponse(req, resp, kerr.UnknownServerError.Code)
+		if r.Version >= 13 {
+			resp.ErrorCode = kerr.UnknownServerError.Code
+		}
+		return resp, nil
 	}
 
 	resp.Brokers = []kmsg.MetadataResponseBroker{{

@@ -292,6 +292,7 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		res, err = log.Append(batch)
 	}
 	if err != nil {
+		r.logStorageError(err, topic.Name, rp.Partition)
 		sp := fail(s.errorCode(err))
 		if !errors.Is(err, partition.ErrRecordTooLarge) && !errors.Is(err, partition.ErrCorruptBatch) {
 			sp.ErrorMessage = errorMessage(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +22,10 @@ type Request struct {
 	// bufs are pooled buffers the response refers to (Fetch's record
 	// bytes), recycled once the response is written.
 	bufs [][]byte
+	// log is the connection's logger (it carries the remote address),
+	// for what a handler logs about this request; nil in tests that
+	// build a Request by hand.
+	log *zerolog.Logger
 }
 
 // handlerFunc serves one API. A failed topic or partition is a Kafka error

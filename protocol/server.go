@@ -11,18 +11,30 @@
 // frame ahead of the handler; while it waits for the handler it notices the
 // peer going away (a read of the next size prefix fails).
 //
-// Memory one connection holds: at most two request frames (the one served
-// and the one read ahead, each at most Config.MaxRequestBytes), a 16 KiB
-// read buffer, and one response being written (a Fetch response at most
-// fetch.max.bytes, 55 MiB, of record bytes; the encode buffer is kept
-// between responses only up to 1 MiB). Across connections, request frames
-// read and not yet handled can be bounded by queued.max.request.bytes
-// (requestMemory, limits.go; unbounded by default, as in Kafka): past it,
-// readers wait before reading the next body. A frame read ahead counts
-// until its own handler returns, so it stays counted behind a long poll;
-// and the frame being answered is held, uncounted, while its response is
-// written. A client that never reads its responses holds its one response
-// and its frames until connections.max.idle.ms closes it.
+// Memory one connection can hold, at worst (README's Limits says the
+// same): two request frames, the one being served and the one read ahead,
+// each at most Config.MaxRequestBytes (socket.request.max.bytes, 100 MiB by
+// default), plus their decoded form (not yet bounded apart from the frame
+// size; issue 11); a 16 KiB read buffer; and one response being written,
+// for a Fetch at most fetch.max.bytes (55 MiB, fixed at Kafka's default) of
+// record bytes, with its encode buffer kept between responses only up to
+// 1 MiB. With the defaults that is about 256 MiB per connection. Across
+// connections, request frames read and not yet handled can be bounded by
+// queued.max.request.bytes (requestMemory, limits.go; unbounded by
+// default, as in Kafka): past it, readers wait before reading the next
+// body. A frame read ahead counts until its own handler returns, so it
+// stays counted behind a long poll; and the frame being answered is held,
+// uncounted, while its response is written.
+//
+// How long a client that stops reading holds its response: as in Kafka's
+// Selector, a connection is idle while it receives no bytes and its socket
+// takes no bytes of a response (conn.send); any progress makes it active
+// again, so a slow but steady reader is never cut short. After
+// connections.max.idle.ms (10 minutes by default) of that, it is closed and
+// everything it held is freed. With connections.max.idle.ms negative it is
+// never closed, as in Kafka; Kafka's Fetch responses refer to the log files
+// while ours hold the bytes, so there a stalled reader costs up to 55 MiB
+// until it disconnects.
 //
 // Peer going away: at the end of stream (the peer shut down its write
 // side, or closed: a read cannot tell them apart) the requests already
@@ -196,6 +208,10 @@ type Server struct {
 	reqMem *requestMemory
 	// idle is connections.max.idle.ms; negative: never.
 	idle time.Duration
+	// writeStep is how often, in real time, a response write that the
+	// socket does not take at once stops to record its progress (conn.send);
+	// derived from idle, set by tests before serving.
+	writeStep time.Duration
 
 	// wg counts every goroutine the server starts (see goroutine), so
 	// Close can wait for all of them.
@@ -240,6 +256,7 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 		quotas:    newConnQuotas(limits),
 		reqMem:    newRequestMemory(cfg.QueuedMaxRequestBytes, cfg.Logger),
 		idle:      limits.idleTimeout(),
+		writeStep: writeStepFor(limits.idleTimeout()),
 	}
 	s.quotas.log = cfg.Logger
 	s.fetchSessions = newFetchSessions(cfg)

@@ -267,3 +267,30 @@ func checkListTransactionsVersion(t *testing.T, b *testBroker, w *wire, v int16)
 		expectErr(t, "bad pattern", resp.ErrorCode, kerr.InvalidRegularExpression)
 	}
 }
+
+// TestDeleteTxnStateTopic: Kafka 4.3.1 deletes __transaction_state when
+// asked (answering NONE with name and id) and its transaction coordinator
+// resigns the deleted partitions (BrokerMetadataPublisher.updateCoordinator
+// -> TransactionCoordinator.onResignation): every transactional id is
+// forgotten, so the next InitProducerId starts it afresh.
+func TestDeleteTxnStateTopic(t *testing.T) {
+	b := startBroker(t, nil)
+	w := dialWire(t, b.addr)
+	initTxn(t, w, "tx")
+	id := b.store.Topic(coordinator.TxnTopic).ID
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: strp(coordinator.TxnTopic)}}
+	r := w.roundTrip(req).(*kmsg.DeleteTopicsResponse)
+	if len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 || r.Topics[0].ErrorMessage != nil || r.Topics[0].TopicID != [16]byte(id) {
+		t.Fatalf("delete: %+v", r.Topics)
+	}
+	d := kmsg.NewPtrDescribeTransactionsRequest()
+	d.SetVersion(0)
+	d.TransactionalIDs = []string{"tx"}
+	resp := w.roundTrip(d).(*kmsg.DescribeTransactionsResponse)
+	expectErr(t, "described after deletion", resp.TransactionStates[0].ErrorCode, kerr.TransactionalIDNotFound)
+	if _, epoch := initTxn(t, w, "tx"); epoch != 0 {
+		t.Fatalf("epoch after deletion %d, want a fresh id at 0", epoch)
+	}
+}

@@ -225,6 +225,33 @@ func checkMetadataVersion(t *testing.T, b *testBroker, w *wire, v int16, base *p
 			r.Topics[1].ErrorCode != 0 || *r.Topics[1].Topic != "base" {
 			t.Errorf("by id: %+v", r.Topics)
 		}
+		// A null name with a zero id, no topic by id: Kafka 4.3.1 fails
+		// the request, every topic UNKNOWN_SERVER_ERROR in request
+		// order, a null name as "", no brokers; the connection stays.
+		req.Topics = []kmsg.MetadataRequestTopic{{}, {Topic: strp("base")}, {}}
+		r = w.roundTrip(req).(*kmsg.MetadataResponse)
+		var names []string
+		for _, rt := range r.Topics {
+			if rt.ErrorCode != kerr.UnknownServerError.Code || rt.Topic == nil || rt.TopicID != ([16]byte{}) || len(rt.Partitions) != 0 {
+				t.Errorf("null name, zero id: topic %+v", rt)
+				continue
+			}
+			names = append(names, *rt.Topic)
+		}
+		wantTop := int16(0)
+		if v >= 13 {
+			wantTop = kerr.UnknownServerError.Code
+		}
+		if fmt.Sprint(names) != "[ base ]" || len(r.Brokers) != 0 || r.ClusterID != nil || r.ControllerID != -1 || r.ErrorCode != wantTop {
+			t.Errorf("null name, zero id: names %q, brokers %d, cluster %v, controller %d, error %d",
+				names, len(r.Brokers), r.ClusterID, r.ControllerID, r.ErrorCode)
+		}
+		// With a topic by id, the null name is ignored (Kafka uses the ids).
+		req.Topics = []kmsg.MetadataRequestTopic{{}, {TopicID: base.ID}}
+		r = w.roundTrip(req).(*kmsg.MetadataResponse)
+		if len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 || *r.Topics[0].Topic != "base" {
+			t.Errorf("null name beside an id: %+v", r.Topics)
+		}
 	}
 	if v >= 10 && v < 12 {
 		req.Topics = []kmsg.MetadataRequestTopic{{Topic: strp("base"), TopicID: base.ID}}
