@@ -469,7 +469,7 @@ var properties = []property{
 			Doc: "Idle connections timeout: the server socket processor threads close the connections that idle more than this"},
 		field: func(c *Config) any { return &c.ConnectionsMaxIdleMs },
 		check: checkConnectionsMaxIdle,
-		note:  "close a connection with no request in flight and no bytes received for this long, ms (a long-polling Fetch is not idle); negative: never; otherwise above 100 (Kafka's `failed.authentication.delay.ms`)",
+		note:  "close a connection with no request in flight and no bytes received or taken by its socket from a response for this long, ms (a long-polling Fetch is not idle; see Limits); negative: never; otherwise above 100 (Kafka's `failed.authentication.delay.ms`)",
 	},
 	{
 		Def: configdef.Def{Name: "max.connections", Type: configdef.Int, Default: "2147483647", Range: configdef.AtLeast(0),
