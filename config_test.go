@@ -137,6 +137,16 @@ func TestParseConfigValues(t *testing.T) {
 		{"log.segment.delete.delay.ms", map[string]string{"log.segment.delete.delay.ms": "0"}, func(c Config) bool { return c.TopicDefaults().FileDeleteDelayMs == 0 }},
 		{"compression.type", map[string]string{"compression.type": "zstd"}, func(c Config) bool { return c.TopicDefaults().CompressionType == "zstd" }},
 		{"kcompatd.kafka.version", map[string]string{"kcompatd.kafka.version": "3.5"}, func(c Config) bool { return c.KafkaVersion == "3.5" }},
+		// KIP-937's bounds were listed by DescribeConfigs but warned about
+		// as unknown in the properties file.
+		{"log.message.timestamp.after.max.ms", map[string]string{"log.message.timestamp.after.max.ms": "3600000", "log.message.timestamp.before.max.ms": "60000"}, func(c Config) bool {
+			before, after := c.TopicDefaults().TimestampBounds()
+			return before == 60000 && after == 3600000
+		}},
+		{"log.message.timestamp.difference.max.ms falls back as Kafka's LogConfig", map[string]string{"log.message.timestamp.difference.max.ms": "5000", "log.message.timestamp.after.max.ms": "7000"}, func(c Config) bool {
+			before, after := c.TopicDefaults().TimestampBounds()
+			return before == 5000 && after == 7000
+		}},
 		{"kcompatd.kafka.version old", map[string]string{"kcompatd.kafka.version": "0.11.0"}, func(c Config) bool { return c.KafkaVersion == "0.11.0" }},
 		{"advertised.listeners", map[string]string{"advertised.listeners": "PLAINTEXT://kafka.example:9092"}, func(c Config) bool {
 			return c.AdvertisedListeners == "PLAINTEXT://kafka.example:9092"
