@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"encoding/binary"
 	"sort"
 	"sync"
 
@@ -9,8 +8,8 @@ import (
 )
 
 // batchPrefix is the part of a batch header a scan needs: baseOffset,
-// batchLength, and (at 23) lastOffsetDelta.
-const batchPrefix = 27
+// batchLength and lastOffsetDelta.
+const batchPrefix = recordbatch.PrefixSize
 
 // maxReadBytes caps what one Read returns (beyond a first batch larger
 // than that with minOne), whatever maxBytes the client asked for, like the
@@ -134,15 +133,12 @@ func scanTo(seg *segment, offset, pos, limit int64) (found int64, size int64, er
 				return -1, 0, err
 			}
 		}
-		b := buf[pos-bufPos:]
-		base := int64(binary.BigEndian.Uint64(b))
-		length := int64(int32(binary.BigEndian.Uint32(b[8:])))
-		lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:])))
-		sz := length + recordbatch.LogOverhead
-		if length < recordbatch.HeaderSize-recordbatch.LogOverhead || pos+sz > limit {
+		h := recordbatch.Header(buf[pos-bufPos:])
+		sz := int64(h.Size())
+		if sz < recordbatch.HeaderSize || pos+sz > limit {
 			return -1, 0, errCorruptSegment(seg, pos)
 		}
-		if base+lastDelta >= offset {
+		if h.LastOffset() >= offset {
 			return pos, sz, nil
 		}
 		pos += sz
@@ -172,7 +168,7 @@ func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minO
 	// Cut at the last whole batch.
 	n := int64(0)
 	for n+recordbatch.LogOverhead <= want {
-		sz := int64(int32(binary.BigEndian.Uint32(buf[n+8:]))) + recordbatch.LogOverhead
+		sz := int64(recordbatch.Header(buf[n:]).Size())
 		if sz < recordbatch.HeaderSize || n+sz > want {
 			break
 		}

@@ -57,7 +57,6 @@ package protocol
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"reflect"
 	"time"
@@ -67,6 +66,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
 func init() { register(1, 4, 18, handleFetch) }
@@ -535,13 +535,14 @@ var _ abortedLister = (*partition.Log)(nil)
 // headers are read).
 func endOffsetOf(records []byte) int64 {
 	end := int64(-1)
-	for pos := 0; len(records)-pos >= 27; {
-		n := int(int32(binary.BigEndian.Uint32(records[pos+8:])))
-		if n < 0 || n > len(records)-pos-12 {
+	for pos := 0; len(records)-pos >= recordbatch.PrefixSize; {
+		h := recordbatch.Header(records[pos:])
+		n := int(h.BatchLength())
+		if n < 0 || n > len(records)-pos-recordbatch.LogOverhead {
 			break
 		}
-		end = int64(binary.BigEndian.Uint64(records[pos:])) + int64(int32(binary.BigEndian.Uint32(records[pos+23:]))) + 1
-		pos += 12 + n
+		end = h.LastOffset() + 1
+		pos += recordbatch.LogOverhead + n
 	}
 	return end
 }
@@ -566,20 +567,21 @@ func (s *Server) leaderErrorPartition(p *fetchParams, part int32, code int16, ou
 // headers are looked at.
 func batchesBelow(records []byte, limit int64) []byte {
 	pos := 0
-	for len(records)-pos >= 12 {
-		base := int64(binary.BigEndian.Uint64(records[pos:]))
+	for len(records)-pos >= recordbatch.LogOverhead {
+		h := recordbatch.Header(records[pos:])
+		base := h.BaseOffset()
 		last := base
-		if len(records)-pos >= 27 {
-			last = base + int64(int32(binary.BigEndian.Uint32(records[pos+23:])))
+		if len(records)-pos >= recordbatch.PrefixSize {
+			last = h.LastOffset()
 		}
 		if base >= limit || last >= limit {
 			return records[:pos]
 		}
-		n := int(int32(binary.BigEndian.Uint32(records[pos+8:])))
-		if n < 0 || n > len(records)-pos-12 {
+		n := int(h.BatchLength())
+		if n < 0 || n > len(records)-pos-recordbatch.LogOverhead {
 			break // a partial trailing batch below the limit stays, as from Kafka
 		}
-		pos += 12 + n
+		pos += recordbatch.LogOverhead + n
 	}
 	return records
 }

@@ -62,7 +62,6 @@ package protocol
 //   - v13: topics by id (KIP-516)
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -319,7 +318,7 @@ func checkOneBatch(version int16, b []byte) int16 {
 		if len(b) < recordbatch.LogOverhead {
 			return 0, kerr.InvalidRecord.Code
 		}
-		n := int64(int32(binary.BigEndian.Uint32(b[8:])))
+		n := int64(recordbatch.Header(b).BatchLength())
 		if n < minBatchLength {
 			return 0, kerr.CorruptMessage.Code
 		}
@@ -332,7 +331,7 @@ func checkOneBatch(version int16, b []byte) int16 {
 	if code != 0 {
 		return code
 	}
-	if b[16] != recordbatch.Magic {
+	if recordbatch.Header(b).Magic() != recordbatch.Magic {
 		return kerr.InvalidRecord.Code
 	}
 	if version < 7 && recordbatch.Header(b).Codec() == recordbatch.Zstd {
