@@ -135,7 +135,7 @@ func TestRead(t *testing.T) {
 			// ReadWith into a recycled, dirty buffer reads the same.
 			dirty := bytes.Repeat([]byte{0xAA}, 1<<20)
 			calls := 0
-			rw, err := l.ReadWith(tc.offset, tc.maxBytes, tc.minOne, func(n int) []byte {
+			rw, err := l.ReadWith(tc.offset, tc.maxBytes, tc.minOne, ReadUncommitted, func(n int) []byte {
 				calls++
 				return dirty[:n]
 			})

@@ -23,21 +23,36 @@ const scanBufSize = 16 << 10
 
 // Read returns whole batches from the one containing offset, up to
 // maxBytes (but at least one batch when minOne), never past the high
-// watermark. ErrOffsetOutOfRange if offset is outside [logStart, LEO];
-// Records may be empty (offset >= HW, or nothing fits without minOne).
-// The batches come from one segment, in one ReadAt into a fresh buffer that
-// the caller owns.
+// watermark (ReadUncommitted). ErrOffsetOutOfRange if offset is outside
+// [logStart, LEO]; Records may be empty (offset >= HW, or nothing fits
+// without minOne). The batches come from one segment, in one ReadAt into
+// a fresh buffer that the caller owns.
 func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
-	return l.ReadWith(offset, maxBytes, minOne, nil)
+	return l.ReadWith(offset, maxBytes, minOne, ReadUncommitted, nil)
 }
 
-// ReadWith is Read into a buffer from alloc, which must return a slice of
-// len n (its contents are overwritten; nil alloc: make). Records is a
-// prefix of that buffer, so a caller recycling buffers (a fetch writing
-// the bytes to a socket) skips allocating and zeroing one per read; alloc
-// is called at most once, and a buffer it returned may be recycled even
-// when ReadWith fails.
-func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (ReadResult, error) {
+// ReadWith is Read at isolation iso into a buffer from alloc, which must
+// return a slice of len n (its contents are overwritten; nil alloc: make).
+// Records is a prefix of that buffer, so a caller recycling buffers (a
+// fetch writing the bytes to a socket) skips allocating and zeroing one
+// per read; alloc is called at most once, and a buffer it returned may be
+// recycled even when ReadWith fails. ReadCommitted reads as
+// ReadUncommitted, then cuts the batches at the last stable offset
+// (committedPrefix) and lists the aborted transactions of what is left.
+func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, iso Isolation, alloc func(n int) []byte) (ReadResult, error) {
+	res, err := l.readUncommitted(offset, maxBytes, minOne, alloc)
+	if err != nil || iso != ReadCommitted {
+		return res, err
+	}
+	res.Records = committedPrefix(res.Records, res.LastStableOffset)
+	if len(res.Records) > 0 {
+		res.AbortedTransactions = l.AbortedTransactions(offset, endOffsetOf(res.Records))
+	}
+	return res, nil
+}
+
+// readUncommitted is ReadWith for ReadUncommitted.
+func (l *Log) readUncommitted(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (ReadResult, error) {
 	if l.gone.Load() {
 		return ReadResult{}, l.goneErr()
 	}
@@ -178,4 +193,48 @@ func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minO
 		return nil, errCorruptSegment(seg, pos)
 	}
 	return buf[:n], nil
+}
+
+// committedPrefix cuts records before the first batch whose last offset is
+// at or past lso (the read_committed bound). The LSO is usually a batch
+// boundary, but DeleteRecords can move the log start offset (and so the
+// LSO) into the middle of an open transaction's batch; that batch is not
+// returned, as Kafka returns nothing from the LSO's batch on. Only batch
+// headers are looked at, and records need not be whole: a partial trailing
+// batch below lso stays.
+func committedPrefix(records []byte, lso int64) []byte {
+	pos := 0
+	for len(records)-pos >= recordbatch.LogOverhead {
+		h := recordbatch.Header(records[pos:])
+		base := h.BaseOffset()
+		last := base
+		if len(records)-pos >= recordbatch.PrefixSize {
+			last = h.LastOffset()
+		}
+		if base >= lso || last >= lso {
+			return records[:pos]
+		}
+		n := int(h.BatchLength())
+		if n < 0 || n > len(records)-pos-recordbatch.LogOverhead {
+			break // a partial trailing batch below the limit stays, as from Kafka
+		}
+		pos += recordbatch.LogOverhead + n
+	}
+	return records
+}
+
+// endOffsetOf is the offset after the last whole batch of records, -1 if
+// there is none (only headers are read).
+func endOffsetOf(records []byte) int64 {
+	end := int64(-1)
+	for pos := 0; len(records)-pos >= recordbatch.PrefixSize; {
+		h := recordbatch.Header(records[pos:])
+		n := int(h.BatchLength())
+		if n < 0 || n > len(records)-pos-recordbatch.LogOverhead {
+			break
+		}
+		end = h.LastOffset() + 1
+		pos += recordbatch.LogOverhead + n
+	}
+	return end
 }

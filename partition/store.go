@@ -61,10 +61,29 @@ type AppendResult struct {
 // ReadResult is the answer to a Read.
 type ReadResult struct {
 	// Records are whole batches, as stored, starting with the batch that
-	// contains the requested offset. May be empty.
+	// contains the requested offset, all below the bound of the read's
+	// isolation (see Isolation). May be empty.
 	Records []byte
+	// AbortedTransactions, for ReadCommitted only, are the aborted
+	// transactions overlapping [requested offset, end of Records), from
+	// the .txnindex (Kafka's LocalLog.read with includeAbortedTxns). Nil
+	// for ReadUncommitted and when Records is empty.
+	AbortedTransactions []AbortedTxn
 	Offsets
 }
+
+// Isolation is what a read may see, with Kafka's values for a Fetch's
+// isolation_level.
+type Isolation int8
+
+const (
+	// ReadUncommitted reads up to the high watermark.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset: no batch whose
+	// last offset is at or past it, and with the aborted transactions of
+	// the returned range.
+	ReadCommitted Isolation = 1
+)
 
 // Store is the broker's storage: topic catalog plus one Log per partition.
 //

@@ -90,7 +90,10 @@ func (l *memLog) offsetsLocked() partition.Offsets {
 	return partition.Offsets{LogStartOffset: l.logStart, HighWatermark: hw, LastStableOffset: lso, LogEndOffset: hw}
 }
 
-func (l *memLog) Read(offset int64, maxBytes int32, minOne bool) (partition.ReadResult, error) {
+// ReadWith reads as partition.Log.ReadWith does, from the batch metadata:
+// ReadCommitted stops at the first batch whose last offset is at or past
+// the LSO. It never calls alloc, and lists no aborted transactions.
+func (l *memLog) ReadWith(offset int64, maxBytes int32, minOne bool, iso partition.Isolation, _ func(int) []byte) (partition.ReadResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reads++
@@ -107,6 +110,9 @@ func (l *memLog) Read(offset int64, maxBytes int32, minOne bool) (partition.Read
 	for _, b := range l.batches {
 		if b.last < offset {
 			continue
+		}
+		if iso == partition.ReadCommitted && b.last >= off.LastStableOffset {
+			break
 		}
 		if start < 0 {
 			start, end = b.pos, b.pos
@@ -604,34 +610,6 @@ func TestFetchReadCommitted(t *testing.T) {
 		p := onePartition(t, mustFetch(t, s, cat, req))
 		if len(p.RecordBatches) != tc.wantBytes || (p.AbortedTransactions == nil) != tc.wantNull || p.LastStableOffset != 2 || p.HighWatermark != 6 {
 			t.Errorf("isolation %d: %d bytes, aborted %v, lso %d hw %d", tc.isolation, len(p.RecordBatches), p.AbortedTransactions, p.LastStableOffset, p.HighWatermark)
-		}
-	}
-}
-
-func TestBatchesBelow(t *testing.T) {
-	three := append(append(fakeBatch(0, 20), fakeBatch(5, 30)...), fakeBatch(9, 40)...)
-	straddle := fakeBatch(5, 40) // offsets 5-9
-	binary.BigEndian.PutUint32(straddle[23:], 4)
-	for _, tc := range []struct {
-		name    string
-		records []byte
-		limit   int64
-		want    int
-	}{
-		{"empty", nil, 5, 0},
-		{"all below", three, 100, 90},
-		{"cut at second", three, 5, 20},
-		{"cut at third", three, 6, 50},
-		{"none", three, 0, 0},
-		{"partial trailing batch below limit kept", three[:70], 100, 70},
-		{"partial trailing batch at limit cut", three[:70], 9, 50},
-		{"partial trailing header kept", three[:55], 100, 55},
-		{"negative length", append(fakeBatch(0, 20), 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff), 100, 32},
-		{"batch straddling the limit cut", append(fakeBatch(0, 30), straddle...), 7, 30},
-		{"batch ending below the limit kept", append(fakeBatch(0, 30), straddle...), 10, 70},
-	} {
-		if got := batchesBelow(tc.records, tc.limit); len(got) != tc.want {
-			t.Errorf("%s: %d bytes, want %d", tc.name, len(got), tc.want)
 		}
 	}
 }
@@ -1156,19 +1134,6 @@ func TestFetchKgoConsumer(t *testing.T) {
 		appendRecords(t, topic.Partitions[i%3], 5, 100)
 	}
 	consume(30)
-}
-
-// FuzzBatchesBelow: over any bytes, batchesBelow never panics and returns
-// a prefix of its input.
-func FuzzBatchesBelow(f *testing.F) {
-	f.Add(append(fakeBatch(0, 20), fakeBatch(5, 30)...), int64(5))
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff}, int64(9))
-	f.Fuzz(func(t *testing.T, b []byte, limit int64) {
-		got := batchesBelow(b, limit)
-		if len(got) > len(b) || !bytes.Equal(got, b[:len(got)]) {
-			t.Fatalf("not a prefix: %d of %d bytes", len(got), len(b))
-		}
-	})
 }
 
 // FuzzFetchRequest: any Fetch request a client can encode, at any version
