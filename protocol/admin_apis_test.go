@@ -17,17 +17,17 @@ import (
 // version we serve, through the raw wire client.
 
 func init() {
-	versionChecks[23] = checkOffsetForLeaderEpochVersion
-	versionChecks[35] = checkDescribeLogDirsVersion
-	versionChecks[37] = checkCreatePartitionsVersion
-	versionChecks[43] = checkElectLeadersVersion
-	versionChecks[45] = checkAlterPartitionReassignmentsVersion
-	versionChecks[46] = checkListPartitionReassignmentsVersion
-	versionChecks[48] = checkDescribeClientQuotasVersion
-	versionChecks[49] = checkAlterClientQuotasVersion
-	versionChecks[57] = checkUpdateFeaturesVersion
-	versionChecks[60] = checkDescribeClusterVersion
-	versionChecks[75] = checkDescribeTopicPartitionsVersion
+	versionChecks[kmsg.OffsetForLeaderEpoch.Int16()] = checkOffsetForLeaderEpochVersion
+	versionChecks[kmsg.DescribeLogDirs.Int16()] = checkDescribeLogDirsVersion
+	versionChecks[kmsg.CreatePartitions.Int16()] = checkCreatePartitionsVersion
+	versionChecks[kmsg.ElectLeaders.Int16()] = checkElectLeadersVersion
+	versionChecks[kmsg.AlterPartitionAssignments.Int16()] = checkAlterPartitionReassignmentsVersion
+	versionChecks[kmsg.ListPartitionReassignments.Int16()] = checkListPartitionReassignmentsVersion
+	versionChecks[kmsg.DescribeClientQuotas.Int16()] = checkDescribeClientQuotasVersion
+	versionChecks[kmsg.AlterClientQuotas.Int16()] = checkAlterClientQuotasVersion
+	versionChecks[kmsg.UpdateFeatures.Int16()] = checkUpdateFeaturesVersion
+	versionChecks[kmsg.DescribeCluster.Int16()] = checkDescribeClusterVersion
+	versionChecks[kmsg.DescribeTopicPartitions.Int16()] = checkDescribeTopicPartitionsVersion
 }
 
 func (b *testBroker) appendN(t testing.TB, topic string, p int32, n int) {

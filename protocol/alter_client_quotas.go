@@ -47,7 +47,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(49, 0, 1, handleAlterClientQuotas) }
+func init() { register(kmsg.AlterClientQuotas.Int16(), 0, 1, handleAlterClientQuotas) }
 
 // quotaKeyType is a quota key's ConfigDef type in Kafka's QuotaConfig.
 type quotaKeyType int

@@ -70,7 +70,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(1, 4, 18, handleFetch) }
+func init() { register(kmsg.Fetch.Int16(), 4, 18, handleFetch) }
 
 const (
 	// fetchMaxBytes is Kafka's default for fetch.max.bytes, the broker's

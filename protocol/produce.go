@@ -73,15 +73,13 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-const produceKey = 0
-
 // adminClientID is Kafka's AdminUtils.ADMIN_CLIENT_ID, the one client id
 // allowed to produce to internal topics.
 const adminClientID = "__admin_client"
 
 func init() {
-	register(produceKey, 3, 13, handleProduce)
-	advertiseFrom(produceKey, 0)
+	register(kmsg.Produce.Int16(), 3, 13, handleProduce)
+	advertiseFrom(kmsg.Produce.Int16(), 0)
 }
 
 func handleProduce(s *Server, r *Request) (kmsg.Response, error) {

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kcompatd/kcompatd/coordinator"
@@ -298,7 +299,7 @@ func servedVersions(vs *kversion.Versions) map[int16]api {
 	for k, a := range apis {
 		if vs != nil {
 			max, ok := vs.LookupMaxKeyVersion(k)
-			if !ok && k == apiVersionsKey {
+			if !ok && k == kmsg.ApiVersions.Int16() {
 				max, ok = 0, true
 			}
 			if !ok {

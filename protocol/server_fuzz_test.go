@@ -254,7 +254,7 @@ func checkFuzzResponse(b []byte, fr fuzzFrame) error {
 	b = b[4:]
 	resp := kmsg.ResponseForKey(fr.key)
 	resp.SetVersion(fr.version)
-	if resp.IsFlexible() && fr.key != apiVersionsKey {
+	if resp.IsFlexible() && fr.key != kmsg.ApiVersions.Int16() {
 		n, err := skipTags(b)
 		if err != nil {
 			return fmt.Errorf("key %d v%d: response header tags: %v", fr.key, fr.version, err)

@@ -142,7 +142,7 @@ func (w *wire) recv(key, version int16, corr int32) (kmsg.Response, error) {
 	body = body[4:]
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
-	if resp.IsFlexible() && key != apiVersionsKey {
+	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() {
 		body = body[1:] // empty tag section
 	}
 	if err := resp.ReadFrom(body); err != nil {
@@ -245,7 +245,7 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 	frame := encodeRequest(req, w.corr, &id)
 	binary.BigEndian.PutUint16(frame[6:], 9)
 	w.writeRaw(frame)
-	r, err := w.recv(apiVersionsKey, 0, w.corr)
+	r, err := w.recv(kmsg.ApiVersions.Int16(), 0, w.corr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
-	if len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
+	if len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != kmsg.ApiVersions.Int16() || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
 		t.Fatalf("api keys %+v", resp.ApiKeys)
 	}
 	// The connection stays usable.
@@ -314,7 +314,7 @@ func TestVersionsCap(t *testing.T) {
 	// ApiVersions above 2.0's v2 gets the v0 fallback naming v0-v2.
 	w = dialWire(t, b.addr)
 	corr := w.send(apiVersionsReq(3))
-	r, _ := w.recv(apiVersionsKey, 0, corr)
+	r, _ := w.recv(kmsg.ApiVersions.Int16(), 0, corr)
 	if av := r.(*kmsg.ApiVersionsResponse); av.ErrorCode != kerr.UnsupportedVersion.Code || av.ApiKeys[0].MaxVersion != 2 {
 		t.Fatalf("fallback %+v", av)
 	}
@@ -407,9 +407,9 @@ func TestReadFrameGrows(t *testing.T) {
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	b := startBrokerPrep(t, nil, func(s *Server) {
 		// A server-local table entry, so the global registry is untouched.
-		a := s.table[3]
+		a := s.table[kmsg.Metadata.Int16()]
 		a.handle = func(*Server, *Request) (kmsg.Response, error) { panic("boom") }
-		s.table[3] = a
+		s.table[kmsg.Metadata.Int16()] = a
 	})
 	other := dialWire(t, b.addr)
 	other.roundTrip(apiVersionsReq(3))
@@ -436,7 +436,7 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 		}
 	}
 	for i, c := range corrs {
-		key, ver := int16(apiVersionsKey), int16(3)
+		key, ver := kmsg.ApiVersions.Int16(), int16(3)
 		if i%2 == 1 {
 			key, ver = 3, 12
 		}
@@ -549,14 +549,14 @@ func TestPeerCloseCancelsHandler(t *testing.T) {
 	entered := make(chan struct{})
 	released := make(chan struct{})
 	b := startBrokerPrep(t, nil, func(s *Server) {
-		a := s.table[fetchKey]
+		a := s.table[kmsg.Fetch.Int16()]
 		a.handle = func(_ *Server, r *Request) (kmsg.Response, error) {
 			close(entered)
 			<-r.Ctx.Done()
 			close(released)
 			return nil, r.Ctx.Err()
 		}
-		s.table[fetchKey] = a
+		s.table[kmsg.Fetch.Int16()] = a
 	})
 	w := dialWire(t, b.addr)
 	w.send(longPollFetch("t", 0))
@@ -609,7 +609,7 @@ func TestRequestHeaderTags(t *testing.T) {
 	frame = req.AppendTo(frame)
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	w.writeRaw(frame)
-	if _, err := w.recv(3, 12, 9); err != nil {
+	if _, err := w.recv(kmsg.Metadata.Int16(), 12, 9); err != nil {
 		t.Fatal(err)
 	}
 }

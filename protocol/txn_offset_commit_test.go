@@ -9,7 +9,7 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 )
 
-func init() { versionChecks[28] = checkTxnOffsetCommitVersion }
+func init() { versionChecks[kmsg.TxnOffsetCommit.Int16()] = checkTxnOffsetCommitVersion }
 
 // txnBroker is groupBroker with a transaction coordinator over its group
 // coordinator, so EndTxn completes transactional offset commits.

@@ -10,7 +10,7 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-func init() { versionChecks[describeProducersKey] = checkDescribeProducersVersion }
+func init() { versionChecks[kmsg.DescribeProducers.Int16()] = checkDescribeProducersVersion }
 
 // producerBatch is a batch of n records from producer pid.
 func producerBatch(t testing.TB, ts int64, pid int64, epoch int16, seq int32, n int, txn bool) []byte {
