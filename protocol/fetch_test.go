@@ -1230,3 +1230,42 @@ func BenchmarkFetchFromStore(b *testing.B) {
 	}
 	b.SetBytes(int64(total))
 }
+
+// TestFetchReadCommittedLSOMidBatch: DeleteRecords moving the log start
+// offset into an open transaction's batch puts the LSO mid-batch; a
+// read_committed fetch must not return that batch (records 5-9 are
+// uncommitted).
+func TestFetchReadCommittedLSOMidBatch(t *testing.T) {
+	b := startBroker(t, nil)
+	tp := b.createTopic(t, "midlso", 1, nil)
+	l := tp.Partitions[0]
+	now := b.nowMs()
+	if _, err := l.Append(producerBatch(t, now, 7, 0, 0, 10, true)); err != nil { // 0-9, open
+		t.Fatal(err)
+	}
+	if _, err := l.Append(producerBatch(t, now, 8, 0, 0, 2, false)); err != nil { // 10-11
+		t.Fatal(err)
+	}
+	if _, err := l.AdvanceLogStartOffset(5); err != nil {
+		t.Fatal(err)
+	}
+	w := dialWire(t, b.addr)
+	for _, iso := range []int8{0, 1} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.MaxBytes = 1 << 20
+		req.SessionEpoch = -1
+		req.IsolationLevel = iso
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "midlso", Partitions: []kmsg.FetchRequestTopicPartition{{FetchOffset: 5, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, LogStartOffset: -1}}}}
+		p := w.roundTrip(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.LastStableOffset != 5 || p.LogStartOffset != 5 || p.HighWatermark != 12 {
+			t.Fatalf("iso %d: %+v", iso, p)
+		}
+		if iso == 1 && len(p.RecordBatches) != 0 {
+			t.Fatalf("read_committed returned %d bytes of the open transaction", len(p.RecordBatches))
+		}
+		if iso == 0 && len(p.RecordBatches) == 0 {
+			t.Fatal("read_uncommitted returned nothing")
+		}
+	}
+}
