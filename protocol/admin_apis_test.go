@@ -722,20 +722,15 @@ func checkDescribeClientQuotasVersion(t *testing.T, b *testBroker, w *wire, v in
 
 // stubQuotaLookup makes ip entity names resolve without a resolver: only
 // quota-host.test resolves.
-func stubQuotaLookup(t testing.TB) {
-	old := quotaLookupHost
-	quotaLookupHost = func(_ context.Context, host string) ([]string, error) {
-		if host == "quota-host.test" {
-			return []string{"192.0.2.1"}, nil
-		}
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+func stubQuotaLookup(_ context.Context, host string) ([]string, error) {
+	if host == "quota-host.test" {
+		return []string{"192.0.2.1"}, nil
 	}
-	t.Cleanup(func() { quotaLookupHost = old })
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 func TestClientQuotasAPI(t *testing.T) {
-	stubQuotaLookup(t)
-	b := startBroker(t, nil)
+	b := startBroker(t, func(c *Config) { c.QuotaLookupHost = stubQuotaLookup })
 	w := dialWire(t, b.addr)
 	user, client, ip := kmsg.StringPtr("user"), kmsg.StringPtr("client-id"), kmsg.StringPtr("ip")
 	alice, app := kmsg.StringPtr("alice"), kmsg.StringPtr("app")

@@ -137,6 +137,11 @@ type Config struct {
 	// store, which Close stops, and VerifyTxnPartition (if nil) is its
 	// check.
 	Txns *coordinator.TxnCoordinator
+	// QuotaLookupHost resolves the host name of an ip entity in
+	// AlterClientQuotas, which must resolve to be valid (Java's
+	// InetAddress.getByName); tests stub it so that they never ask a
+	// resolver. Nil: net.DefaultResolver.LookupHost.
+	QuotaLookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // Defaults for Config's zero fields.
@@ -241,6 +246,9 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	}
 	if cfg.QueuedMaxRequestBytes == 0 {
 		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.QuotaLookupHost == nil {
+		cfg.QuotaLookupHost = net.DefaultResolver.LookupHost
 	}
 	limits := DefaultConnectionLimits()
 	if cfg.Connections != nil {
