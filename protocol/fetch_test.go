@@ -1075,7 +1075,8 @@ func TestFetchKgoConsumer(t *testing.T) {
 	cfg.AdvertisedHost = "127.0.0.1"
 	cfg.AdvertisedPort = int32(ln.Addr().(*net.TCPAddr).Port)
 	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	srv := NewServer(cfg, st)
+	startCoordinators(t, &cfg, st, nil)
+	srv := mustNewServer(t, cfg, st)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -25,20 +25,13 @@ func init() {
 }
 
 // groupBroker is a test broker whose groups rebalance without the initial
-// delay, so a JoinGroup is answered without moving the clock.
+// delay, so a JoinGroup is answered without moving the clock (and whose
+// transaction coordinator runs over those groups, as every test broker's).
 func groupBroker(t testing.TB) (*testBroker, *wire) {
 	t.Helper()
-	b := startBrokerPrep(t, nil, func(s *Server) {
-		s.groups.Close()
-		cfg := coordinator.DefaultConfig()
+	b := startBrokerTuned(t, nil, nil, func(cfg *coordinator.Config) {
 		cfg.InitialRebalanceDelay = 0
 		cfg.OffsetsTopicPartitions = 3
-		cfg.Clock, cfg.Logger = s.clock, s.log
-		g, err := coordinator.New(cfg, s.store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.groups = g
 	})
 	return b, dialWire(t, b.addr)
 }

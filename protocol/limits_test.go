@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
 )
 
 const testIdle = time.Minute
@@ -310,7 +312,10 @@ func TestRemoteIP(t *testing.T) {
 
 // Idle tracking costs no allocation per request or per read.
 func TestIdleTrackingAllocs(t *testing.T) {
-	s := NewServer(Config{Logger: zerolog.Nop()}, nil)
+	cfg := Config{Logger: zerolog.Nop()}
+	store := openTestStore(t, clock.Real{}, cfg.Logger)
+	startCoordinators(t, &cfg, store, nil)
+	s := mustNewServer(t, cfg, store)
 	defer s.Close()
 	c := &conn{s: s, nc: nopConn{}}
 	r := activityReader{c}

@@ -42,13 +42,14 @@ func TestStorageErrorTakesLogDirOffline(t *testing.T) {
 	cfg.AdvertisedPort = int32(ln.Addr().(*net.TCPAddr).Port)
 	cfg.Logger = zerolog.Nop()
 	cfg.Clock = clk
-	s := NewServer(cfg, store)
+	t.Cleanup(func() { store.Close() })
+	startCoordinators(t, &cfg, store, nil)
+	s := mustNewServer(t, cfg, store)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
 	t.Cleanup(func() {
 		s.Close()
 		<-served
-		store.Close()
 	})
 	w := dialWire(t, ln.Addr().String())
 

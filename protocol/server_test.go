@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
 )
@@ -40,12 +41,16 @@ func startBroker(t testing.TB, mutate func(*Config)) *testBroker {
 // serves (to swap handlers in its own table).
 func startBrokerPrep(t testing.TB, mutate func(*Config), prep func(*Server)) *testBroker {
 	t.Helper()
+	return startBrokerTuned(t, mutate, prep, nil)
+}
+
+// startBrokerTuned is startBrokerPrep with the group coordinator's config
+// changed by tuneGroups (nil: coordinator.DefaultConfig).
+func startBrokerTuned(t testing.TB, mutate func(*Config), prep func(*Server), tuneGroups func(*coordinator.Config)) *testBroker {
+	t.Helper()
 	lg := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store, err := partition.Open(partition.Config{Dir: t.TempDir(), NodeID: 1, Clock: clk, Logger: lg})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	store := openTestStore(t, clk, lg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +64,8 @@ func startBrokerPrep(t testing.TB, mutate func(*Config), prep func(*Server)) *te
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s := NewServer(cfg, store)
+	startCoordinators(t, &cfg, store, tuneGroups)
+	s := mustNewServer(t, cfg, store)
 	if prep != nil {
 		prep(s)
 	}
@@ -70,9 +76,67 @@ func startBrokerPrep(t testing.TB, mutate func(*Config), prep func(*Server)) *te
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-		store.Close()
 	})
 	return &testBroker{s: s, store: store, addr: ln.Addr().String(), clock: clk}
+}
+
+// openTestStore opens a store in a temp dir, closed in t.Cleanup: register
+// it before the cleanups of what runs over it, so that it closes last.
+func openTestStore(t testing.TB, clk clock.Clock, lg zerolog.Logger) *partition.Store {
+	t.Helper()
+	store, err := partition.Open(partition.Config{Dir: t.TempDir(), NodeID: 1, Clock: clk, Logger: lg})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// startCoordinators sets cfg.Groups, unless already set, to a group
+// coordinator (coordinator.DefaultConfig changed by tuneGroups, if not
+// nil) and cfg.Txns to a transaction coordinator over it
+// (coordinator.DefaultTxnConfig), both over store with cfg's clock
+// (nil: the real one) and logger. t.Cleanup closes what it started, the
+// transaction coordinator first (it completes the groups' transactional
+// offsets): call it after opening the store and before starting the
+// server, so that cleanups run server, coordinators, store.
+func startCoordinators(t testing.TB, cfg *Config, store *partition.Store, tuneGroups func(*coordinator.Config)) {
+	t.Helper()
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if cfg.Groups == nil {
+		gc := coordinator.DefaultConfig()
+		gc.Clock, gc.Logger = clk, cfg.Logger
+		if tuneGroups != nil {
+			tuneGroups(&gc)
+		}
+		g, err := coordinator.New(gc, store)
+		if err != nil {
+			t.Fatalf("group coordinator: %v", err)
+		}
+		t.Cleanup(func() { g.Close() })
+		cfg.Groups = g
+	}
+	tc := coordinator.DefaultTxnConfig()
+	tc.Clock, tc.Logger = clk, cfg.Logger
+	txns, err := coordinator.NewTxnCoordinator(tc, store, cfg.Groups)
+	if err != nil {
+		t.Fatalf("transaction coordinator: %v", err)
+	}
+	t.Cleanup(func() { txns.Close() })
+	cfg.Txns = txns
+}
+
+// mustNewServer is NewServer failing the test on an error.
+func mustNewServer(t testing.TB, cfg Config, store *partition.Store) *Server {
+	t.Helper()
+	s, err := NewServer(cfg, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // wire is a raw protocol client: it writes requests with kmsg and reads
@@ -448,7 +512,10 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 
 func TestCloseWaitsAndServeReturns(t *testing.T) {
 	lg := zerolog.New(zerolog.NewTestWriter(t))
-	s := NewServer(Config{Logger: lg}, nil)
+	cfg := Config{Logger: lg}
+	store := openTestStore(t, clock.Real{}, lg)
+	startCoordinators(t, &cfg, store, nil)
+	s := mustNewServer(t, cfg, store)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -516,8 +583,14 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 }
 
 func TestAcceptBacksOffOnTemporaryErrors(t *testing.T) {
+	// The store and the coordinators run on the real clock, so that the
+	// server's backoff timer is the only one on clk.
+	cfg := Config{Logger: zerolog.New(zerolog.NewTestWriter(t))}
+	store := openTestStore(t, clock.Real{}, cfg.Logger)
+	startCoordinators(t, &cfg, store, nil)
 	clk := clock.NewManual(time.Unix(0, 0))
-	s := NewServer(Config{Logger: zerolog.New(zerolog.NewTestWriter(t)), Clock: clk}, nil)
+	cfg.Clock = clk
+	s := mustNewServer(t, cfg, store)
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
