@@ -86,8 +86,7 @@ const (
 )
 
 // Store is the broker's storage: topic catalog plus one Log per partition.
-//
-// Lock order: Store.catalogMu, then Store.mu, then a Log's locks.
+// The order of its locks is in LOCKING.md at the repository root.
 type Store struct {
 	cfg    Config
 	opts   Options // defaults filled in
