@@ -170,7 +170,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if cfg.BrokerRack != "" {
 		rack = &cfg.BrokerRack
 	}
-	server := protocol.NewServer(protocol.Config{
+	server, err := protocol.NewServer(protocol.Config{
 		NodeID:                   cfg.NodeID,
 		AdvertisedHost:           advHost,
 		AdvertisedPort:           int32(advPort),
@@ -190,6 +190,13 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		VerifyTxnPartition:       txns.VerifyProducePartition,
 		Connections:              &limits,
 	}, store)
+	if err != nil {
+		txns.Close()
+		groups.Close()
+		store.Close()
+		closeListeners()
+		return nil, fmt.Errorf("kcompatd: %w", err)
+	}
 
 	logCleaner := cleaner.New(store, cleaner.Config{
 		Enable:                   cfg.LogCleanerEnable,

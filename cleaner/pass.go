@@ -1,7 +1,6 @@
 package cleaner
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -571,7 +570,7 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	setMaxTimestamp(nb, maxTs)
+	recordbatch.Header(nb).SetMaxTimestamp(maxTs) // exactly: Build reads 0 as "compute"
 	return append(out, nb...), nil
 }
 
@@ -588,13 +587,6 @@ func appendEmptyHeader(out []byte, h recordbatch.Header) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	setMaxTimestamp(nb, h.MaxTimestamp())
+	recordbatch.Header(nb).SetMaxTimestamp(h.MaxTimestamp())
 	return append(out, nb...), nil
-}
-
-// setMaxTimestamp stores maxTimestamp exactly (Build reads 0 as "compute")
-// and recomputes the CRC.
-func setMaxTimestamp(b []byte, ts int64) {
-	binary.BigEndian.PutUint64(b[35:], uint64(ts))
-	recordbatch.Header(b).UpdateCRC()
 }

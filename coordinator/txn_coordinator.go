@@ -13,8 +13,9 @@ package coordinator
 // it then sees the state that write left, as a retrying client would.
 // Readers that must not wait behind marker writes (produce verification,
 // ListTransactions, DescribeTransactions) read txn.view, an immutable
-// snapshot published after each transition. Lock order: txn.mu, then
-// partition locks (inside Log.Append), then mu.
+// snapshot published after each transition. The order of txn.mu, mu and
+// the partition locks taken inside (Log.Append) is in LOCKING.md at the
+// repository root.
 
 import (
 	"errors"

@@ -85,7 +85,7 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportAllocs()
 			off := int64(0)
 			for b.Loop() {
-				r, err := l.ReadWith(off, 1<<20, true, bc.alloc)
+				r, err := l.ReadWith(off, 1<<20, true, ReadUncommitted, bc.alloc)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -12,7 +12,13 @@ import (
 
 func openMem(t *testing.T, fsys *memfs.FS) (*Store, error) {
 	t.Helper()
-	return Open(Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clock.NewManual(testStart), Logger: zerolog.Nop()})
+	return openMemWith(t, fsys, Options{})
+}
+
+// openMemWith is openMem with opts.
+func openMemWith(t *testing.T, fsys *memfs.FS, opts Options) (*Store, error) {
+	t.Helper()
+	return OpenWith(Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clock.NewManual(testStart), Logger: zerolog.Nop()}, opts)
 }
 
 // TestCrashAtEveryOperation stops the machine at the k-th file-system

@@ -94,7 +94,7 @@
 //
 // # Locks
 //
-// Store.catalogMu, then Store.mu, then Log.mu, then Log.fmu (Log.dirMu
-// after Log.mu, never with fmu). No lock spans
-// partitions, and no lock is held across an fsync except fmu's owner flag.
+// Every lock of the package, what it guards and the order they are taken
+// in are listed in LOCKING.md at the repository root, the one list for
+// the whole broker.
 package partition

@@ -17,9 +17,8 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-// Lock order inside a Log: mu, then fmu. Never hold mu while fsyncing. No
-// lock spans partitions; Store.mu may be held while taking a Log's mu, never
-// the other way round.
+// A Log's locks (mu, fmu, dirMu, the segments' closeMu) and their order
+// with everything else are in LOCKING.md at the repository root.
 
 // leaderEpoch is the partition leader epoch of a single broker that never
 // changes leadership.
@@ -70,8 +69,7 @@ type Log struct {
 
 	// dirMu is held by a roll from creating the new segment's files to
 	// publishing it, and across a directory fsync (dirsync.go), so that
-	// no segment appears unseen during one. Taken after mu, never with
-	// fmu.
+	// no segment appears unseen during one. Its order: LOCKING.md.
 	dirMu sync.Mutex
 
 	// Producer state (producer_state.go): guarded by mu; txnView is its
@@ -81,7 +79,7 @@ type Log struct {
 	// replayCache holds, while the log is opened, the producer batches
 	// recovery read at or after the newest snapshot, so the
 	// producer-state replay does not read them again; bounded by
-	// replayCacheBudget (recovery.go).
+	// Options.ReplayCacheBudget.
 	replayCache *replayCache
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -136,7 +137,7 @@ func TestRead(t *testing.T) {
 			// ReadWith into a recycled, dirty buffer reads the same.
 			dirty := bytes.Repeat([]byte{0xAA}, 1<<20)
 			calls := 0
-			rw, err := l.ReadWith(tc.offset, tc.maxBytes, tc.minOne, func(n int) []byte {
+			rw, err := l.ReadWith(tc.offset, tc.maxBytes, tc.minOne, ReadUncommitted, func(n int) []byte {
 				calls++
 				return dirty[:n]
 			})
@@ -571,4 +572,62 @@ func TestAppendRacingDelete(t *testing.T) {
 		}
 		wg.Wait()
 	}
+}
+
+// A read below the high watermark keeps working when the cleaner swaps in
+// a smaller segment with the base offset the high watermark's position
+// points into (flush.messages=1: the HW lags while the new segment's first
+// fsync runs).
+func TestReadAfterSwapOfHighWatermarkSegment(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1", "segment.bytes": "400"}).Partitions[0]
+	var last AppendResult
+	var lastBatch []byte
+	for i := 0; i < 3; i++ {
+		lastBatch = mkBatch(t, 1, int64(1000+i), 50)
+		last = mustAppend(t, l, lastBatch)
+	}
+	block := make(chan struct{})
+	blocked := make(chan struct{}, 10)
+	e.fs.setHooks(func(name string) error {
+		if strings.HasSuffix(name, ".log") && !strings.HasSuffix(name, "00000000000000000000.log") {
+			blocked <- struct{}{}
+			<-block
+		}
+		return nil
+	}, nil)
+	done := make(chan error)
+	go func() { _, err := l.Append(mkBatch(t, 1, 2000, 300)); done <- err }()
+	<-blocked
+	t.Logf("segments %d, hw %+v (HW still in old segment while fsync runs)", len(*l.segs.Load()), *l.hw.Load())
+	f, err := l.CreateCleanedSegment(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(lastBatch, 0)
+	f.Sync()
+	f.Close()
+	if err := l.ReplaceSegments([]int64{0}, 0); err != nil {
+		t.Fatalf("ReplaceSegments: %v", err)
+	}
+	_, err = l.Read(last.BaseOffset, 1<<20, true)
+	t.Logf("Read(%d) after swap: err=%v", last.BaseOffset, err)
+	if err != nil {
+		t.Errorf("read below the high watermark fails after a swap: %v", err)
+	}
+	close(block)
+	go func() {
+		for range blocked {
+		}
+	}()
+	// The append that was waiting for its fsync during the swap is
+	// acknowledged and readable.
+	if err := <-done; err != nil {
+		t.Fatalf("Append blocked during the swap: %v", err)
+	}
+	if rr, err := l.Read(last.BaseOffset+1, 1<<20, true); err != nil || len(rr.Records) == 0 {
+		t.Fatalf("Read(%d) of the append made during the swap: %d bytes, %v", last.BaseOffset+1, len(rr.Records), err)
+	}
+	s.Close()
 }

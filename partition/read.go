@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"encoding/binary"
 	"sort"
 	"sync"
 
@@ -9,8 +8,8 @@ import (
 )
 
 // batchPrefix is the part of a batch header a scan needs: baseOffset,
-// batchLength, and (at 23) lastOffsetDelta.
-const batchPrefix = 27
+// batchLength and lastOffsetDelta.
+const batchPrefix = recordbatch.PrefixSize
 
 // maxReadBytes caps what one Read returns (beyond a first batch larger
 // than that with minOne), whatever maxBytes the client asked for, like the
@@ -24,21 +23,36 @@ const scanBufSize = 16 << 10
 
 // Read returns whole batches from the one containing offset, up to
 // maxBytes (but at least one batch when minOne), never past the high
-// watermark. ErrOffsetOutOfRange if offset is outside [logStart, LEO];
-// Records may be empty (offset >= HW, or nothing fits without minOne).
-// The batches come from one segment, in one ReadAt into a fresh buffer that
-// the caller owns.
+// watermark (ReadUncommitted). ErrOffsetOutOfRange if offset is outside
+// [logStart, LEO]; Records may be empty (offset >= HW, or nothing fits
+// without minOne). The batches come from one segment, in one ReadAt into
+// a fresh buffer that the caller owns.
 func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
-	return l.ReadWith(offset, maxBytes, minOne, nil)
+	return l.ReadWith(offset, maxBytes, minOne, ReadUncommitted, nil)
 }
 
-// ReadWith is Read into a buffer from alloc, which must return a slice of
-// len n (its contents are overwritten; nil alloc: make). Records is a
-// prefix of that buffer, so a caller recycling buffers (a fetch writing
-// the bytes to a socket) skips allocating and zeroing one per read; alloc
-// is called at most once, and a buffer it returned may be recycled even
-// when ReadWith fails.
-func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (ReadResult, error) {
+// ReadWith is Read at isolation iso into a buffer from alloc, which must
+// return a slice of len n (its contents are overwritten; nil alloc: make).
+// Records is a prefix of that buffer, so a caller recycling buffers (a
+// fetch writing the bytes to a socket) skips allocating and zeroing one
+// per read; alloc is called at most once, and a buffer it returned may be
+// recycled even when ReadWith fails. ReadCommitted reads as
+// ReadUncommitted, then cuts the batches at the last stable offset
+// (committedPrefix) and lists the aborted transactions of what is left.
+func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, iso Isolation, alloc func(n int) []byte) (ReadResult, error) {
+	res, err := l.readUncommitted(offset, maxBytes, minOne, alloc)
+	if err != nil || iso != ReadCommitted {
+		return res, err
+	}
+	res.Records = committedPrefix(res.Records, res.LastStableOffset)
+	if len(res.Records) > 0 {
+		res.AbortedTransactions = l.AbortedTransactions(offset, endOffsetOf(res.Records))
+	}
+	return res, nil
+}
+
+// readUncommitted is ReadWith for ReadUncommitted.
+func (l *Log) readUncommitted(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (ReadResult, error) {
 	if l.gone.Load() {
 		return ReadResult{}, l.goneErr()
 	}
@@ -134,15 +148,12 @@ func scanTo(seg *segment, offset, pos, limit int64) (found int64, size int64, er
 				return -1, 0, err
 			}
 		}
-		b := buf[pos-bufPos:]
-		base := int64(binary.BigEndian.Uint64(b))
-		length := int64(int32(binary.BigEndian.Uint32(b[8:])))
-		lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:])))
-		sz := length + recordbatch.LogOverhead
-		if length < recordbatch.HeaderSize-recordbatch.LogOverhead || pos+sz > limit {
+		h := recordbatch.Header(buf[pos-bufPos:])
+		sz := int64(h.Size())
+		if sz < recordbatch.HeaderSize || pos+sz > limit {
 			return -1, 0, errCorruptSegment(seg, pos)
 		}
-		if base+lastDelta >= offset {
+		if h.LastOffset() >= offset {
 			return pos, sz, nil
 		}
 		pos += sz
@@ -172,7 +183,7 @@ func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minO
 	// Cut at the last whole batch.
 	n := int64(0)
 	for n+recordbatch.LogOverhead <= want {
-		sz := int64(int32(binary.BigEndian.Uint32(buf[n+8:]))) + recordbatch.LogOverhead
+		sz := int64(recordbatch.Header(buf[n:]).Size())
 		if sz < recordbatch.HeaderSize || n+sz > want {
 			break
 		}
@@ -182,4 +193,48 @@ func readBatches(seg *segment, pos, firstSize, limit int64, maxBytes int32, minO
 		return nil, errCorruptSegment(seg, pos)
 	}
 	return buf[:n], nil
+}
+
+// committedPrefix cuts records before the first batch whose last offset is
+// at or past lso (the read_committed bound). The LSO is usually a batch
+// boundary, but DeleteRecords can move the log start offset (and so the
+// LSO) into the middle of an open transaction's batch; that batch is not
+// returned, as Kafka returns nothing from the LSO's batch on. Only batch
+// headers are looked at, and records need not be whole: a partial trailing
+// batch below lso stays.
+func committedPrefix(records []byte, lso int64) []byte {
+	pos := 0
+	for len(records)-pos >= recordbatch.LogOverhead {
+		h := recordbatch.Header(records[pos:])
+		base := h.BaseOffset()
+		last := base
+		if len(records)-pos >= recordbatch.PrefixSize {
+			last = h.LastOffset()
+		}
+		if base >= lso || last >= lso {
+			return records[:pos]
+		}
+		n := int(h.BatchLength())
+		if n < 0 || n > len(records)-pos-recordbatch.LogOverhead {
+			break // a partial trailing batch below the limit stays, as from Kafka
+		}
+		pos += recordbatch.LogOverhead + n
+	}
+	return records
+}
+
+// endOffsetOf is the offset after the last whole batch of records, -1 if
+// there is none (only headers are read).
+func endOffsetOf(records []byte) int64 {
+	end := int64(-1)
+	for pos := 0; len(records)-pos >= recordbatch.PrefixSize; {
+		h := recordbatch.Header(records[pos:])
+		n := int(h.BatchLength())
+		if n < 0 || n > len(records)-pos-recordbatch.LogOverhead {
+			break
+		}
+		end = h.LastOffset() + 1
+		pos += recordbatch.LogOverhead + n
+	}
+	return end
 }

@@ -126,7 +126,7 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.replayCache = newReplayCache(snaps, p.clean)
+	l.replayCache = newReplayCache(snaps, p.clean, l.store.opts.ReplayCacheBudget)
 	defer func() { l.replayCache = nil }()
 	entries, err := fsys.ReadDir(l.dir)
 	if err != nil {
@@ -592,10 +592,6 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 	return next, truncated, nil
 }
 
-// replayCacheBudget bounds the bytes of batch headers recovery keeps for
-// the producer-state replay (a var so tests can make it tiny).
-var replayCacheBudget int64 = 64 << 20
-
 // replayEntryOverhead is what each kept header costs beyond its bytes (a
 // slice header).
 const replayEntryOverhead = 24
@@ -611,10 +607,11 @@ type replayCache struct {
 	segs   map[*segment][][]byte
 }
 
-// newReplayCache is the cache for a log whose snapshots are at snaps
-// (ascending), or nil when no replay will follow: after a clean shutdown
-// without snapshots the producer state starts empty at the log end.
-func newReplayCache(snaps []int64, clean bool) *replayCache {
+// newReplayCache is the cache, holding up to budget bytes, for a log whose
+// snapshots are at snaps (ascending), or nil when no replay will follow:
+// after a clean shutdown without snapshots the producer state starts empty
+// at the log end.
+func newReplayCache(snaps []int64, clean bool, budget int64) *replayCache {
 	from := int64(-1)
 	switch {
 	case len(snaps) > 0:
@@ -622,7 +619,7 @@ func newReplayCache(snaps []int64, clean bool) *replayCache {
 	case clean:
 		return nil
 	}
-	return &replayCache{from: from, budget: replayCacheBudget, segs: map[*segment][][]byte{}}
+	return &replayCache{from: from, budget: budget, segs: map[*segment][][]byte{}}
 }
 
 // batches returns seg's kept batches if they hold every producer batch

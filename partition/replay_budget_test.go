@@ -54,10 +54,7 @@ func TestReplayCacheBudgetFallback(t *testing.T) {
 
 	observe := func(budget int64) (pstateView, int64) {
 		t.Helper()
-		old := replayCacheBudget
-		replayCacheBudget = budget
-		defer func() { replayCacheBudget = old }()
-		s, err := openMem(t, crashed.CrashClone())
+		s, err := openMemWith(t, crashed.CrashClone(), Options{ReplayCacheBudget: budget})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,16 +62,35 @@ type AppendResult struct {
 // ReadResult is the answer to a Read.
 type ReadResult struct {
 	// Records are whole batches, as stored, starting with the batch that
-	// contains the requested offset. May be empty.
+	// contains the requested offset, all below the bound of the read's
+	// isolation (see Isolation). May be empty.
 	Records []byte
+	// AbortedTransactions, for ReadCommitted only, are the aborted
+	// transactions overlapping [requested offset, end of Records), from
+	// the .txnindex (Kafka's LocalLog.read with includeAbortedTxns). Nil
+	// for ReadUncommitted and when Records is empty.
+	AbortedTransactions []AbortedTxn
 	Offsets
 }
 
+// Isolation is what a read may see, with Kafka's values for a Fetch's
+// isolation_level.
+type Isolation int8
+
+const (
+	// ReadUncommitted reads up to the high watermark.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset: no batch whose
+	// last offset is at or past it, and with the aborted transactions of
+	// the returned range.
+	ReadCommitted Isolation = 1
+)
+
 // Store is the broker's storage: topic catalog plus one Log per partition.
-//
-// Lock order: Store.catalogMu, then Store.mu, then a Log's locks.
+// The order of its locks is in LOCKING.md at the repository root.
 type Store struct {
 	cfg    Config
+	opts   Options // defaults filled in
 	fs     vfs.FS
 	clock  clock.Clock
 	logger zerolog.Logger
@@ -96,9 +115,25 @@ type Store struct {
 	loopWG sync.WaitGroup
 }
 
+// Options are the storage engine's knobs that are not broker settings
+// (Config holds those); the zero value gives every default.
+type Options struct {
+	// ReplayCacheBudget bounds, in bytes, the batch headers recovery
+	// keeps per log while it is opened, so that the producer-state replay
+	// that follows does not read them again (past the budget the replay
+	// reads the segments). 0 (or less): DefaultReplayCacheBudget.
+	ReplayCacheBudget int64
+}
+
+// DefaultReplayCacheBudget is Options.ReplayCacheBudget's default, 64 MiB.
+const DefaultReplayCacheBudget = 64 << 20
+
 // Open opens (creating if needed) the data dir, takes its lock, loads the
-// catalog and recovers every log.
-func Open(cfg Config) (*Store, error) {
+// catalog and recovers every log. It is OpenWith with the default Options.
+func Open(cfg Config) (*Store, error) { return OpenWith(cfg, Options{}) }
+
+// OpenWith is Open with opts.
+func OpenWith(cfg Config, opts Options) (*Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("partition: no data dir (log.dirs)")
 	}
@@ -112,8 +147,12 @@ func Open(cfg Config) (*Store, error) {
 		cfg.RecoveryCheckpointInterval = defaultCheckpointInterval
 	}
 	cfg.Defaults = cfg.Defaults.withDefaults()
+	if opts.ReplayCacheBudget <= 0 {
+		opts.ReplayCacheBudget = DefaultReplayCacheBudget
+	}
 	s := &Store{
 		cfg:    cfg,
+		opts:   opts,
 		fs:     cfg.FS,
 		clock:  cfg.Clock,
 		logger: cfg.Logger,

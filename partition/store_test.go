@@ -360,3 +360,40 @@ func TestMetadataFilesBounded(t *testing.T) {
 		t.Fatalf("after restart: %+v", tp)
 	}
 }
+
+// A deleted topic's checkpoint entries do not apply to a topic created
+// again under its name: acknowledged, fsynced records of the new topic
+// survive a crash (they were once hidden below the old log start offset).
+func TestRecreatedTopicIgnoresOldCheckpoints(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	tp := mustCreate(t, s, "t", 1, nil)
+	l := tp.Partitions[0]
+	for i := 0; i < 10; i++ {
+		mustAppend(t, l, mkBatch(t, 1, int64(1000+i), 10))
+	}
+	if _, err := l.AdvanceLogStartOffset(8); err != nil { // DeleteRecords
+		t.Fatal(err)
+	}
+	if err := s.WriteCheckpoints(); err != nil { // periodic checkpoint
+		t.Fatal(err)
+	}
+	if err := s.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	tp = mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1"})
+	l = tp.Partitions[0]
+	for i := 0; i < 5; i++ {
+		mustAppend(t, l, mkBatch(t, 1, int64(2000+i), 10)) // acked after fsync
+	}
+	t.Logf("before crash: %+v", l.Offsets())
+	s.abandon() // kill -9 within log.flush.offset.checkpoint.interval.ms
+	s = e.open()
+	defer s.Close()
+	l2, _ := s.Log("t", 0)
+	o := l2.Offsets()
+	t.Logf("after restart: %+v", o)
+	if o.LogStartOffset != 0 {
+		t.Errorf("acknowledged records 0..%d of the new topic are below log start %d", o.LogEndOffset-1, o.LogStartOffset)
+	}
+}

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(25, 0, 4, handleAddOffsetsToTxn) }
+func init() { register(kmsg.AddOffsetsToTxn.Int16(), 0, 4, handleAddOffsetsToTxn) }
 
 func handleAddOffsetsToTxn(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)

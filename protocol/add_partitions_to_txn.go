@@ -36,7 +36,7 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 )
 
-func init() { register(24, 0, 5, handleAddPartitionsToTxn) }
+func init() { register(kmsg.AddPartitionsToTxn.Int16(), 0, 5, handleAddPartitionsToTxn) }
 
 func handleAddPartitionsToTxn(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)

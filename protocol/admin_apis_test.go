@@ -17,17 +17,17 @@ import (
 // version we serve, through the raw wire client.
 
 func init() {
-	versionChecks[23] = checkOffsetForLeaderEpochVersion
-	versionChecks[35] = checkDescribeLogDirsVersion
-	versionChecks[37] = checkCreatePartitionsVersion
-	versionChecks[43] = checkElectLeadersVersion
-	versionChecks[45] = checkAlterPartitionReassignmentsVersion
-	versionChecks[46] = checkListPartitionReassignmentsVersion
-	versionChecks[48] = checkDescribeClientQuotasVersion
-	versionChecks[49] = checkAlterClientQuotasVersion
-	versionChecks[57] = checkUpdateFeaturesVersion
-	versionChecks[60] = checkDescribeClusterVersion
-	versionChecks[75] = checkDescribeTopicPartitionsVersion
+	versionChecks[kmsg.OffsetForLeaderEpoch.Int16()] = checkOffsetForLeaderEpochVersion
+	versionChecks[kmsg.DescribeLogDirs.Int16()] = checkDescribeLogDirsVersion
+	versionChecks[kmsg.CreatePartitions.Int16()] = checkCreatePartitionsVersion
+	versionChecks[kmsg.ElectLeaders.Int16()] = checkElectLeadersVersion
+	versionChecks[kmsg.AlterPartitionAssignments.Int16()] = checkAlterPartitionReassignmentsVersion
+	versionChecks[kmsg.ListPartitionReassignments.Int16()] = checkListPartitionReassignmentsVersion
+	versionChecks[kmsg.DescribeClientQuotas.Int16()] = checkDescribeClientQuotasVersion
+	versionChecks[kmsg.AlterClientQuotas.Int16()] = checkAlterClientQuotasVersion
+	versionChecks[kmsg.UpdateFeatures.Int16()] = checkUpdateFeaturesVersion
+	versionChecks[kmsg.DescribeCluster.Int16()] = checkDescribeClusterVersion
+	versionChecks[kmsg.DescribeTopicPartitions.Int16()] = checkDescribeTopicPartitionsVersion
 }
 
 func (b *testBroker) appendN(t testing.TB, topic string, p int32, n int) {
@@ -722,20 +722,15 @@ func checkDescribeClientQuotasVersion(t *testing.T, b *testBroker, w *wire, v in
 
 // stubQuotaLookup makes ip entity names resolve without a resolver: only
 // quota-host.test resolves.
-func stubQuotaLookup(t testing.TB) {
-	old := quotaLookupHost
-	quotaLookupHost = func(_ context.Context, host string) ([]string, error) {
-		if host == "quota-host.test" {
-			return []string{"192.0.2.1"}, nil
-		}
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+func stubQuotaLookup(_ context.Context, host string) ([]string, error) {
+	if host == "quota-host.test" {
+		return []string{"192.0.2.1"}, nil
 	}
-	t.Cleanup(func() { quotaLookupHost = old })
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 func TestClientQuotasAPI(t *testing.T) {
-	stubQuotaLookup(t)
-	b := startBroker(t, nil)
+	b := startBroker(t, func(c *Config) { c.QuotaLookupHost = stubQuotaLookup })
 	w := dialWire(t, b.addr)
 	user, client, ip := kmsg.StringPtr("user"), kmsg.StringPtr("client-id"), kmsg.StringPtr("ip")
 	alice, app := kmsg.StringPtr("alice"), kmsg.StringPtr("app")

@@ -49,12 +49,11 @@ func FuzzAdminHandlers(f *testing.F) {
 	lp := kmsg.NewPtrListPartitionReassignmentsRequest()
 	seed(lp, 0)
 
-	old := quotaLookupHost
-	quotaLookupHost = func(context.Context, string) ([]string, error) {
-		return nil, &net.DNSError{Err: "no such host", IsNotFound: true}
-	}
-	defer func() { quotaLookupHost = old }()
-	b := startBroker(f, nil)
+	b := startBroker(f, func(c *Config) {
+		c.QuotaLookupHost = func(context.Context, string) ([]string, error) {
+			return nil, &net.DNSError{Err: "no such host", IsNotFound: true}
+		}
+	})
 	b.createTopic(f, "t", 2, nil)
 	b.createTopic(f, "el", 1, nil)
 	b.appendN(f, "t", 0, 3)

@@ -47,7 +47,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(49, 0, 1, handleAlterClientQuotas) }
+func init() { register(kmsg.AlterClientQuotas.Int16(), 0, 1, handleAlterClientQuotas) }
 
 // quotaKeyType is a quota key's ConfigDef type in Kafka's QuotaConfig.
 type quotaKeyType int
@@ -228,7 +228,7 @@ func (s *Server) checkQuotaEntry(ctx context.Context, ent quotaEntity, ops []kms
 			// Kafka's message, missing space included.
 			return bad("Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
 		}
-		if ip != nil && !validQuotaIP(ctx, *ip) {
+		if ip != nil && !s.validQuotaIP(ctx, *ip) {
 			return bad(*ip + " is not a valid IP or resolvable host.")
 		}
 		keys = ipQuotaKeys
@@ -279,18 +279,15 @@ func checkQuotaValue(keys map[string]quotaKeyType, key string, v float64) string
 // validQuotaIP is Java's InetAddress.getByName succeeding: an address
 // literal, or a host name that resolves (within a bounded time, so a slow
 // resolver cannot hold the connection).
-func validQuotaIP(ctx context.Context, s string) bool {
-	if net.ParseIP(s) != nil {
+// The resolver is Config.QuotaLookupHost.
+func (s *Server) validQuotaIP(ctx context.Context, name string) bool {
+	if net.ParseIP(name) != nil {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, quotaHostLookupTimeout)
 	defer cancel()
-	addrs, err := quotaLookupHost(ctx, s)
+	addrs, err := s.cfg.QuotaLookupHost(ctx, name)
 	return err == nil && len(addrs) > 0
 }
 
 const quotaHostLookupTimeout = 5 * time.Second
-
-// quotaLookupHost resolves ip entity names; tests replace it so that they
-// never ask a resolver.
-var quotaLookupHost = net.DefaultResolver.LookupHost

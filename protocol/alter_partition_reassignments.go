@@ -30,7 +30,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(45, 0, 1, handleAlterPartitionReassignments) }
+func init() {
+	register(kmsg.AlterPartitionAssignments.Int16(), 0, 1, handleAlterPartitionReassignments)
+}
 
 func handleAlterPartitionReassignments(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AlterPartitionAssignmentsRequest)

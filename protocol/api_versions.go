@@ -43,7 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(apiVersionsKey, 0, 4, handleApiVersions) }
+func init() { register(kmsg.ApiVersions.Int16(), 0, 4, handleApiVersions) }
 
 // softwareNameRe is ApiVersionsRequest's SOFTWARE_NAME_VERSION_PATTERN.
 var softwareNameRe = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)

@@ -70,7 +70,7 @@ func BenchmarkProduceLarge(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		w.writeRaw(frame)
-		resp, err := w.recv(0, 11, 1)
+		resp, err := w.recv(kmsg.Produce.Int16(), 11, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

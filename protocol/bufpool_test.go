@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestBufPool(t *testing.T) {
@@ -66,7 +68,7 @@ func TestReadFramePooled(t *testing.T) {
 			if len(f) != n || !bytes.Equal(f, bytes.Repeat([]byte{byte(i + 1)}, n)) {
 				t.Fatalf("round %d frame %d: got %d bytes, want %d of %d", round, i, len(f), n, i+1)
 			}
-			releaseFrame(produceKey, f)
+			releaseFrame(kmsg.Produce.Int16(), f)
 		}
 		if r.Len() != 0 {
 			t.Fatalf("round %d: %d bytes left", round, r.Len())

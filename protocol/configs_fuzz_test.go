@@ -39,7 +39,8 @@ func FuzzConfigRequests(f *testing.F) {
 	}
 	cfg := DefaultConfig()
 	cfg.NodeID, cfg.Logger, cfg.Clock = 1, lg, clk
-	s := NewServer(cfg, store)
+	startCoordinators(f, &cfg, store, nil)
+	s := mustNewServer(f, cfg, store)
 	f.Cleanup(func() { s.Close() })
 
 	f.Fuzz(func(t *testing.T, sel byte, body []byte) {

@@ -19,8 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const apiVersionsKey = 18
-
 // Framing errors. Each closes the connection it happened on.
 var (
 	errFrameSize     = errors.New("protocol: request size out of range")
@@ -39,10 +37,6 @@ var (
 // closed the connection, which a read cannot tell apart (or it sent a
 // size out of range, after which nothing more is read).
 var errPeerEOF = errors.New("protocol: the peer closed its side of the connection")
-
-// fetchKey is Fetch, the one request that ends its wait early, and still
-// answers, when the peer stops sending (conn.pollCtx).
-const fetchKey = 1
 
 // TCP keepalive on accepted connections, so that a peer that vanished
 // without a FIN or RST (a pulled cable, a suspended VM) is found and its
@@ -300,7 +294,7 @@ func newFrameBuf(n, size int) []byte {
 // synchronously (partition.Log.Append writes them before returning) and
 // answers with fresh values.
 func releaseFrame(key int16, frame []byte) {
-	if key == produceKey {
+	if key == kmsg.Produce.Int16() {
 		putBuf(frame)
 	}
 }
@@ -417,7 +411,7 @@ func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request
 		return h, a, nil, fmt.Errorf("%w: %d", errUnknownAPI, h.key)
 	}
 	if h.version < a.min || h.version > a.max {
-		if h.key == apiVersionsKey && h.version > a.max {
+		if h.key == kmsg.ApiVersions.Int16() && h.version > a.max {
 			return h, a, nil, errAPIVersionsFallback
 		}
 		return h, a, nil, fmt.Errorf("%w: key %d version %d (serving %d-%d)", errUnsupportedV, h.key, h.version, a.min, a.max)
@@ -478,7 +472,9 @@ func (c *conn) serve(frame []byte) error {
 	}
 
 	ctx := c.ctx
-	if h.key == fetchKey {
+	if h.key == kmsg.Fetch.Int16() {
+		// Fetch is the one request that ends its wait early, and still
+		// answers, when the peer stops sending.
 		ctx = c.pollCtx
 	}
 	r := &Request{
@@ -544,7 +540,7 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 	b := c.wbuf[:0]
 	b = append(b, 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.correlation))
-	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
 		b = append(b, 0)
 	}
 	if fr, ok := resp.(*kmsg.FetchResponse); ok && c.writev {
@@ -631,6 +627,6 @@ func apiVersionsUnsupported(a api) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: a.advertisedMin, MaxVersion: a.max}}
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: a.advertisedMin, MaxVersion: a.max}}
 	return resp
 }

@@ -83,7 +83,7 @@ func TestHalfClosedPeerGetsAnswers(t *testing.T) {
 				if !tc.blockMetadata {
 					return
 				}
-				a := s.table[3]
+				a := s.table[kmsg.Metadata.Int16()]
 				orig := a.handle
 				a.handle = func(s *Server, r *Request) (kmsg.Response, error) {
 					close(entered)
@@ -93,7 +93,7 @@ func TestHalfClosedPeerGetsAnswers(t *testing.T) {
 					}
 					return orig(s, r)
 				}
-				s.table[3] = a
+				s.table[kmsg.Metadata.Int16()] = a
 			})
 			b.createTopic(t, "lp", 1, nil)
 			w := dialWire(t, b.addr)
@@ -134,14 +134,14 @@ func TestHalfClosedPeerGetsAnswers(t *testing.T) {
 func TestResetPeerCancelsRequests(t *testing.T) {
 	entered, released := make(chan struct{}), make(chan struct{})
 	b := startBrokerPrep(t, nil, func(s *Server) {
-		a := s.table[3]
+		a := s.table[kmsg.Metadata.Int16()]
 		a.handle = func(_ *Server, r *Request) (kmsg.Response, error) {
 			close(entered)
 			<-r.Ctx.Done()
 			close(released)
 			return nil, r.Ctx.Err()
 		}
-		s.table[3] = a
+		s.table[kmsg.Metadata.Int16()] = a
 	})
 	w := dialWire(t, b.addr)
 	m := kmsg.NewPtrMetadataRequest()
@@ -243,14 +243,14 @@ func TestQueuedMaxRequestBytes(t *testing.T) {
 	waiting := make(chan struct{}, 8)
 	b := startBrokerPrep(t, func(c *Config) { c.QueuedMaxRequestBytes = limit }, func(s *Server) {
 		s.reqMem.freed.waiting = func() { waiting <- struct{}{} }
-		a := s.table[3]
+		a := s.table[kmsg.Metadata.Int16()]
 		orig := a.handle
 		a.handle = func(s *Server, r *Request) (kmsg.Response, error) {
 			entered <- struct{}{}
 			<-release
 			return orig(s, r)
 		}
-		s.table[3] = a
+		s.table[kmsg.Metadata.Int16()] = a
 	})
 	big := kmsg.NewPtrMetadataRequest()
 	big.SetVersion(12)
@@ -268,10 +268,10 @@ func TestQueuedMaxRequestBytes(t *testing.T) {
 	cc := c.send(apiVersionsReq(3))
 	<-waiting // c's reader waits for the pool
 	close(release)
-	if _, err := a.recv(3, 12, ca); err != nil {
+	if _, err := a.recv(kmsg.Metadata.Int16(), 12, ca); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.recv(apiVersionsKey, 3, cc); err != nil {
+	if _, err := c.recv(kmsg.ApiVersions.Int16(), 3, cc); err != nil {
 		t.Fatal(err)
 	}
 	a.roundTrip(apiVersionsReq(3))

@@ -29,7 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(37, 0, 3, handleCreatePartitions) }
+func init() { register(kmsg.CreatePartitions.Int16(), 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)

@@ -39,7 +39,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(19, 0, 7, handleCreateTopics) }
+func init() { register(kmsg.CreateTopics.Int16(), 0, 7, handleCreateTopics) }
 
 // clusterMetadataTopic is KRaft's metadata log, which clients may not create.
 const clusterMetadataTopic = "__cluster_metadata"

@@ -12,7 +12,7 @@ package protocol
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(42, 0, 2, handleDeleteGroups) }
+func init() { register(kmsg.DeleteGroups.Int16(), 0, 2, handleDeleteGroups) }
 
 func handleDeleteGroups(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)

@@ -30,7 +30,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(21, 0, 2, handleDeleteRecords) }
+func init() { register(kmsg.DeleteRecords.Int16(), 0, 2, handleDeleteRecords) }
 
 // deleteRecordsHighWatermark is DeleteRecordsRequest.HIGH_WATERMARK.
 const deleteRecordsHighWatermark = -1

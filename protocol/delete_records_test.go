@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { versionChecks[21] = checkDeleteRecordsVersion }
+func init() { versionChecks[kmsg.DeleteRecords.Int16()] = checkDeleteRecordsVersion }
 
 func deleteRecordsReq(v int16, topic string, parts ...[2]int64) *kmsg.DeleteRecordsRequest {
 	r := kmsg.NewPtrDeleteRecordsRequest()

@@ -32,7 +32,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(20, 0, 6, handleDeleteTopics) }
+func init() { register(kmsg.DeleteTopics.Int16(), 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)

@@ -30,7 +30,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(48, 0, 1, handleDescribeClientQuotas) }
+func init() { register(kmsg.DescribeClientQuotas.Int16(), 0, 1, handleDescribeClientQuotas) }
 
 // Kafka's ClientQuotaEntity types.
 const (

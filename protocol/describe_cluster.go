@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(60, 0, 2, handleDescribeCluster) }
+func init() { register(kmsg.DescribeCluster.Int16(), 0, 2, handleDescribeCluster) }
 
 // Kafka's EndpointType ids.
 const (

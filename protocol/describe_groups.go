@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(15, 0, 6, handleDescribeGroups) }
+func init() { register(kmsg.DescribeGroups.Int16(), 0, 6, handleDescribeGroups) }
 
 // groupAuthorizedOperations is every operation AclEntry supports on a group.
 var groupAuthorizedOperations = bits(aclRead, aclDescribe, aclDelete, aclDescribeConfigs, aclAlterConfigs)

@@ -34,7 +34,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(35, 0, 4, handleDescribeLogDirs) }
+func init() { register(kmsg.DescribeLogDirs.Int16(), 0, 4, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)

@@ -17,9 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const describeProducersKey = 61
-
-func init() { register(describeProducersKey, 0, 0, handleDescribeProducers) }
+func init() { register(kmsg.DescribeProducers.Int16(), 0, 0, handleDescribeProducers) }
 
 func handleDescribeProducers(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeProducersRequest)

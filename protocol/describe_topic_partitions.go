@@ -31,7 +31,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(75, 0, 0, handleDescribeTopicPartitions) }
+func init() { register(kmsg.DescribeTopicPartitions.Int16(), 0, 0, handleDescribeTopicPartitions) }
 
 // maxRequestPartitionSizeLimit is Kafka's max.request.partition.size.limit
 // default.

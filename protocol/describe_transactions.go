@@ -13,7 +13,7 @@ package protocol
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(65, 0, 0, handleDescribeTransactions) }
+func init() { register(kmsg.DescribeTransactions.Int16(), 0, 0, handleDescribeTransactions) }
 
 func handleDescribeTransactions(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeTransactionsRequest)

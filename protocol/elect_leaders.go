@@ -29,7 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(43, 0, 2, handleElectLeaders) }
+func init() { register(kmsg.ElectLeaders.Int16(), 0, 2, handleElectLeaders) }
 
 func handleElectLeaders(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ElectLeadersRequest)

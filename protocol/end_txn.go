@@ -46,7 +46,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(26, 0, 5, handleEndTxn) }
+func init() { register(kmsg.EndTxn.Int16(), 0, 5, handleEndTxn) }
 
 func handleEndTxn(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.EndTxnRequest)

@@ -9,7 +9,8 @@ package protocol
 //     response's MaxBytes (capped by fetch.max.bytes); the first partition
 //     that has data returns at least one batch even if it is larger.
 //   - read_uncommitted reads up to the high watermark, read_committed up to
-//     the last stable offset. AbortedTransactions is null for
+//     the last stable offset (the partition read applies the isolation
+//     level, partition.Log.ReadWith). AbortedTransactions is null for
 //     read_uncommitted and a list (empty when none) for read_committed, as
 //     Kafka sends them.
 //   - Long poll: while the bytes read are fewer than MinBytes, wait for an
@@ -53,11 +54,11 @@ package protocol
 // has, not an epoch history.
 //
 // read_committed gets the aborted transactions of the returned range from
-// the partition's .txnindex (an empty list when none overlap).
+// the partition read, which takes them from the .txnindex (an empty list
+// when none overlap).
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"reflect"
 	"time"
@@ -69,36 +70,26 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(1, 4, 18, handleFetch) }
+func init() { register(kmsg.Fetch.Int16(), 4, 18, handleFetch) }
 
 const (
 	// fetchMaxBytes is Kafka's default for fetch.max.bytes, the broker's
 	// cap on one response's record bytes.
 	fetchMaxBytes = 55 << 20
-	// isolation levels
-	readUncommitted = 0
-	readCommitted   = 1
 )
 
 // fetchLog is what a fetch needs of a partition's log (*partition.Log);
-// tests substitute an in-memory log.
+// tests substitute an in-memory log. ReadWith reads into a buffer from
+// alloc, so the record bytes can come from (and go back to) bufPools, and
+// only what the isolation level may see.
 type fetchLog interface {
-	Read(offset int64, maxBytes int32, minOne bool) (partition.ReadResult, error)
+	ReadWith(offset int64, maxBytes int32, minOne bool, iso partition.Isolation, alloc func(n int) []byte) (partition.ReadResult, error)
 	Offsets() partition.Offsets
 	Wait() <-chan struct{}
 	LeaderEpoch() int32
 }
 
-// pooledReader is a fetchLog that reads into a caller's buffer, so the
-// record bytes can come from (and go back to) bufPools.
-type pooledReader interface {
-	ReadWith(offset int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (partition.ReadResult, error)
-}
-
-var (
-	_ fetchLog     = (*partition.Log)(nil)
-	_ pooledReader = (*partition.Log)(nil)
-)
+var _ fetchLog = (*partition.Log)(nil)
 
 // fetchTarget is one partition to answer, resolved against the catalog.
 type fetchTarget struct {
@@ -149,7 +140,7 @@ type fetchParams struct {
 	maxWait      time.Duration
 	minBytes     int32
 	maxBytes     int32
-	isolation    int8
+	isolation    partition.Isolation
 	usesTopicIDs bool
 	// r is the request, whose pooled buffers (from alloc, r.readBuf)
 	// hold the record bytes read until the response is written.
@@ -170,7 +161,7 @@ func (s *Server) serveFetch(r *Request, resolve fetchResolver) (kmsg.Response, e
 		version:      v,
 		replicaID:    req.ReplicaID,
 		maxWait:      time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
-		isolation:    req.IsolationLevel,
+		isolation:    partition.Isolation(req.IsolationLevel),
 		usesTopicIDs: v >= 13,
 		r:            r,
 		alloc:        r.readBuf,
@@ -182,7 +173,7 @@ func (s *Server) serveFetch(r *Request, resolve fetchResolver) (kmsg.Response, e
 	// no larger than that.
 	p.maxBytes = min(max(req.MaxBytes, 0), fetchMaxBytes)
 	p.minBytes = min(req.MinBytes, p.maxBytes)
-	if p.isolation != readUncommitted && p.isolation != readCommitted {
+	if p.isolation != partition.ReadUncommitted && p.isolation != partition.ReadCommitted {
 		// Kafka fails the request (IsolationLevel.forId throws).
 		return fetchErrorResponse(req, resp, kerr.UnknownServerError.Code), nil
 	}
@@ -482,13 +473,7 @@ func (s *Server) readFetchPartition(p *fetchParams, t *fetchTarget, maxBytes int
 		}
 	}
 
-	var rr partition.ReadResult
-	var err error
-	if pr, ok := t.log.(pooledReader); ok {
-		rr, err = pr.ReadWith(t.req.fetchOffset, maxBytes, minOne, p.alloc)
-	} else {
-		rr, err = t.log.Read(t.req.fetchOffset, maxBytes, minOne)
-	}
+	rr, err := t.log.ReadWith(t.req.fetchOffset, maxBytes, minOne, p.isolation, p.alloc)
 	if err != nil {
 		code := s.errorCode(err) // logs what it cannot map
 		if code == kerr.KafkaStorageError.Code && p.version <= 5 {
@@ -507,43 +492,17 @@ func (s *Server) readFetchPartition(p *fetchParams, t *fetchTarget, maxBytes int
 	if rp.RecordBatches == nil {
 		rp.RecordBatches = []byte{}
 	}
-	if p.isolation == readCommitted {
-		rp.RecordBatches = batchesBelow(rp.RecordBatches, rr.LastStableOffset)
+	if p.isolation == partition.ReadCommitted {
+		// The read stopped at the LSO and listed the aborted
+		// transactions of the returned range.
 		rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-		// The aborted transactions overlapping [fetch offset, end of the
-		// returned batches), from the .txnindex (LocalLog.read with
-		// includeAbortedTxns).
-		if al, ok := t.log.(abortedLister); ok && len(rp.RecordBatches) > 0 {
-			for _, a := range al.AbortedTransactions(t.req.fetchOffset, endOffsetOf(rp.RecordBatches)) {
-				rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{
-					ProducerID: a.ProducerID, FirstOffset: a.FirstOffset,
-				})
-			}
+		for _, a := range rr.AbortedTransactions {
+			rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{
+				ProducerID: a.ProducerID, FirstOffset: a.FirstOffset,
+			})
 		}
 	}
 	return rp
-}
-
-// abortedLister is a fetchLog with an aborted-transaction index.
-type abortedLister interface {
-	AbortedTransactions(from, upTo int64) []partition.AbortedTxn
-}
-
-var _ abortedLister = (*partition.Log)(nil)
-
-// endOffsetOf is the offset after the last whole batch of records (only
-// headers are read).
-func endOffsetOf(records []byte) int64 {
-	end := int64(-1)
-	for pos := 0; len(records)-pos >= 27; {
-		n := int(int32(binary.BigEndian.Uint32(records[pos+8:])))
-		if n < 0 || n > len(records)-pos-12 {
-			break
-		}
-		end = int64(binary.BigEndian.Uint64(records[pos:])) + int64(int32(binary.BigEndian.Uint32(records[pos+23:]))) + 1
-		pos += 12 + n
-	}
-	return end
 }
 
 // leaderErrorPartition answers FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH or
@@ -556,32 +515,6 @@ func (s *Server) leaderErrorPartition(p *fetchParams, part int32, code int16, ou
 		rp.CurrentLeader.LeaderEpoch = ourEpoch
 	}
 	return rp
-}
-
-// batchesBelow cuts records before the first batch whose last offset is at
-// or past limit (the LSO for read_committed). The LSO is usually a batch
-// boundary, but DeleteRecords can move the log start offset (and so the
-// LSO) into the middle of an open transaction's batch; that batch is not
-// returned, as Kafka returns nothing from the LSO's batch on. Only batch
-// headers are looked at.
-func batchesBelow(records []byte, limit int64) []byte {
-	pos := 0
-	for len(records)-pos >= 12 {
-		base := int64(binary.BigEndian.Uint64(records[pos:]))
-		last := base
-		if len(records)-pos >= 27 {
-			last = base + int64(int32(binary.BigEndian.Uint32(records[pos+23:])))
-		}
-		if base >= limit || last >= limit {
-			return records[:pos]
-		}
-		n := int(int32(binary.BigEndian.Uint32(records[pos+8:])))
-		if n < 0 || n > len(records)-pos-12 {
-			break // a partial trailing batch below the limit stays, as from Kafka
-		}
-		pos += 12 + n
-	}
-	return records
 }
 
 // fillFetchTopics groups results into topics, a new topic entry whenever

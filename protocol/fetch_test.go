@@ -90,7 +90,10 @@ func (l *memLog) offsetsLocked() partition.Offsets {
 	return partition.Offsets{LogStartOffset: l.logStart, HighWatermark: hw, LastStableOffset: lso, LogEndOffset: hw}
 }
 
-func (l *memLog) Read(offset int64, maxBytes int32, minOne bool) (partition.ReadResult, error) {
+// ReadWith reads as partition.Log.ReadWith does, from the batch metadata:
+// ReadCommitted stops at the first batch whose last offset is at or past
+// the LSO. It never calls alloc, and lists no aborted transactions.
+func (l *memLog) ReadWith(offset int64, maxBytes int32, minOne bool, iso partition.Isolation, _ func(int) []byte) (partition.ReadResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reads++
@@ -107,6 +110,9 @@ func (l *memLog) Read(offset int64, maxBytes int32, minOne bool) (partition.Read
 	for _, b := range l.batches {
 		if b.last < offset {
 			continue
+		}
+		if iso == partition.ReadCommitted && b.last >= off.LastStableOffset {
+			break
 		}
 		if start < 0 {
 			start, end = b.pos, b.pos
@@ -608,34 +614,6 @@ func TestFetchReadCommitted(t *testing.T) {
 	}
 }
 
-func TestBatchesBelow(t *testing.T) {
-	three := append(append(fakeBatch(0, 20), fakeBatch(5, 30)...), fakeBatch(9, 40)...)
-	straddle := fakeBatch(5, 40) // offsets 5-9
-	binary.BigEndian.PutUint32(straddle[23:], 4)
-	for _, tc := range []struct {
-		name    string
-		records []byte
-		limit   int64
-		want    int
-	}{
-		{"empty", nil, 5, 0},
-		{"all below", three, 100, 90},
-		{"cut at second", three, 5, 20},
-		{"cut at third", three, 6, 50},
-		{"none", three, 0, 0},
-		{"partial trailing batch below limit kept", three[:70], 100, 70},
-		{"partial trailing batch at limit cut", three[:70], 9, 50},
-		{"partial trailing header kept", three[:55], 100, 55},
-		{"negative length", append(fakeBatch(0, 20), 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff), 100, 32},
-		{"batch straddling the limit cut", append(fakeBatch(0, 30), straddle...), 7, 30},
-		{"batch ending below the limit kept", append(fakeBatch(0, 30), straddle...), 10, 70},
-	} {
-		if got := batchesBelow(tc.records, tc.limit); len(got) != tc.want {
-			t.Errorf("%s: %d bytes, want %d", tc.name, len(got), tc.want)
-		}
-	}
-}
-
 // TestFetchDivergingEpoch: LastFetchedEpoch (v12+) against our one epoch.
 func TestFetchDivergingEpoch(t *testing.T) {
 	s, _ := newFetchTestServer(t)
@@ -1097,7 +1075,8 @@ func TestFetchKgoConsumer(t *testing.T) {
 	cfg.AdvertisedHost = "127.0.0.1"
 	cfg.AdvertisedPort = int32(ln.Addr().(*net.TCPAddr).Port)
 	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	srv := NewServer(cfg, st)
+	startCoordinators(t, &cfg, st, nil)
+	srv := mustNewServer(t, cfg, st)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -1156,19 +1135,6 @@ func TestFetchKgoConsumer(t *testing.T) {
 		appendRecords(t, topic.Partitions[i%3], 5, 100)
 	}
 	consume(30)
-}
-
-// FuzzBatchesBelow: over any bytes, batchesBelow never panics and returns
-// a prefix of its input.
-func FuzzBatchesBelow(f *testing.F) {
-	f.Add(append(fakeBatch(0, 20), fakeBatch(5, 30)...), int64(5))
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff}, int64(9))
-	f.Fuzz(func(t *testing.T, b []byte, limit int64) {
-		got := batchesBelow(b, limit)
-		if len(got) > len(b) || !bytes.Equal(got, b[:len(got)]) {
-			t.Fatalf("not a prefix: %d of %d bytes", len(got), len(b))
-		}
-	})
 }
 
 // FuzzFetchRequest: any Fetch request a client can encode, at any version
@@ -1264,4 +1230,43 @@ func BenchmarkFetchFromStore(b *testing.B) {
 		r.releaseBufs() // as conn.serve does once the response is written
 	}
 	b.SetBytes(int64(total))
+}
+
+// TestFetchReadCommittedLSOMidBatch: DeleteRecords moving the log start
+// offset into an open transaction's batch puts the LSO mid-batch; a
+// read_committed fetch must not return that batch (records 5-9 are
+// uncommitted).
+func TestFetchReadCommittedLSOMidBatch(t *testing.T) {
+	b := startBroker(t, nil)
+	tp := b.createTopic(t, "midlso", 1, nil)
+	l := tp.Partitions[0]
+	now := b.nowMs()
+	if _, err := l.Append(producerBatch(t, now, 7, 0, 0, 10, true)); err != nil { // 0-9, open
+		t.Fatal(err)
+	}
+	if _, err := l.Append(producerBatch(t, now, 8, 0, 0, 2, false)); err != nil { // 10-11
+		t.Fatal(err)
+	}
+	if _, err := l.AdvanceLogStartOffset(5); err != nil {
+		t.Fatal(err)
+	}
+	w := dialWire(t, b.addr)
+	for _, iso := range []int8{0, 1} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.MaxBytes = 1 << 20
+		req.SessionEpoch = -1
+		req.IsolationLevel = iso
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "midlso", Partitions: []kmsg.FetchRequestTopicPartition{{FetchOffset: 5, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, LogStartOffset: -1}}}}
+		p := w.roundTrip(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.LastStableOffset != 5 || p.LogStartOffset != 5 || p.HighWatermark != 12 {
+			t.Fatalf("iso %d: %+v", iso, p)
+		}
+		if iso == 1 && len(p.RecordBatches) != 0 {
+			t.Fatalf("read_committed returned %d bytes of the open transaction", len(p.RecordBatches))
+		}
+		if iso == 0 && len(p.RecordBatches) == 0 {
+			t.Fatal("read_uncommitted returned nothing")
+		}
+	}
 }

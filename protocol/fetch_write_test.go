@@ -204,7 +204,7 @@ func TestFetchSplicedOverWire(t *testing.T) {
 				inFlight = append(inFlight, sent{w.send(req), off})
 			}
 			for _, s := range inFlight {
-				r, err := w.recv(1, v, s.corr)
+				r, err := w.recv(kmsg.Fetch.Int16(), v, s.corr)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -29,7 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(10, 0, 6, handleFindCoordinator) }
+func init() { register(kmsg.FindCoordinator.Int16(), 0, 6, handleFindCoordinator) }
 
 const (
 	coordinatorGroup       = 0

@@ -82,14 +82,15 @@ func FuzzGroupRequests(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.NodeID, cfg.Clock, cfg.Logger, cfg.Groups = 1, clk, zerolog.Nop(), groups
-	srv := NewServer(cfg, store)
 	f.Cleanup(func() {
-		srv.Close()
 		groups.Close()
 		store.Close()
 	})
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.Clock, cfg.Logger, cfg.Groups = 1, clk, zerolog.Nop(), groups
+	startCoordinators(f, &cfg, store, nil) // the transaction coordinator
+	srv := mustNewServer(f, cfg, store)
+	f.Cleanup(func() { srv.Close() })
 	if _, err := store.CreateTopic("t", 2, nil, false); err != nil {
 		f.Fatal(err)
 	}

@@ -11,34 +11,27 @@ import (
 )
 
 func init() {
-	versionChecks[8] = checkOffsetCommitVersion
-	versionChecks[9] = checkOffsetFetchVersion
-	versionChecks[10] = checkFindCoordinatorVersion
-	versionChecks[11] = checkJoinGroupVersion
-	versionChecks[12] = checkHeartbeatVersion
-	versionChecks[13] = checkLeaveGroupVersion
-	versionChecks[14] = checkSyncGroupVersion
-	versionChecks[15] = checkDescribeGroupsVersion
-	versionChecks[16] = checkListGroupsVersion
-	versionChecks[42] = checkDeleteGroupsVersion
-	versionChecks[47] = checkOffsetDeleteVersion
+	versionChecks[kmsg.OffsetCommit.Int16()] = checkOffsetCommitVersion
+	versionChecks[kmsg.OffsetFetch.Int16()] = checkOffsetFetchVersion
+	versionChecks[kmsg.FindCoordinator.Int16()] = checkFindCoordinatorVersion
+	versionChecks[kmsg.JoinGroup.Int16()] = checkJoinGroupVersion
+	versionChecks[kmsg.Heartbeat.Int16()] = checkHeartbeatVersion
+	versionChecks[kmsg.LeaveGroup.Int16()] = checkLeaveGroupVersion
+	versionChecks[kmsg.SyncGroup.Int16()] = checkSyncGroupVersion
+	versionChecks[kmsg.DescribeGroups.Int16()] = checkDescribeGroupsVersion
+	versionChecks[kmsg.ListGroups.Int16()] = checkListGroupsVersion
+	versionChecks[kmsg.DeleteGroups.Int16()] = checkDeleteGroupsVersion
+	versionChecks[kmsg.OffsetDelete.Int16()] = checkOffsetDeleteVersion
 }
 
 // groupBroker is a test broker whose groups rebalance without the initial
-// delay, so a JoinGroup is answered without moving the clock.
+// delay, so a JoinGroup is answered without moving the clock (and whose
+// transaction coordinator runs over those groups, as every test broker's).
 func groupBroker(t testing.TB) (*testBroker, *wire) {
 	t.Helper()
-	b := startBrokerPrep(t, nil, func(s *Server) {
-		s.groups.Close()
-		cfg := coordinator.DefaultConfig()
+	b := startBrokerTuned(t, nil, nil, func(cfg *coordinator.Config) {
 		cfg.InitialRebalanceDelay = 0
 		cfg.OffsetsTopicPartitions = 3
-		cfg.Clock, cfg.Logger = s.clock, s.log
-		g, err := coordinator.New(cfg, s.store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.groups = g
 	})
 	return b, dialWire(t, b.addr)
 }

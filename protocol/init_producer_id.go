@@ -31,7 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(22, 0, 5, handleInitProducerID) }
+func init() { register(kmsg.InitProducerID.Int16(), 0, 5, handleInitProducerID) }
 
 func handleInitProducerID(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.InitProducerIDRequest)

@@ -37,10 +37,10 @@ import (
 )
 
 func init() {
-	register(11, 0, 9, handleJoinGroup)
-	register(14, 0, 5, handleSyncGroup)
-	register(12, 0, 4, handleHeartbeat)
-	register(13, 0, 5, handleLeaveGroup)
+	register(kmsg.JoinGroup.Int16(), 0, 9, handleJoinGroup)
+	register(kmsg.SyncGroup.Int16(), 0, 5, handleSyncGroup)
+	register(kmsg.Heartbeat.Int16(), 0, 4, handleHeartbeat)
+	register(kmsg.LeaveGroup.Int16(), 0, 5, handleLeaveGroup)
 }
 
 // errRequestAbandoned ends a blocked group request whose connection or

@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/internal/clock"
 )
 
 const testIdle = time.Minute
@@ -88,7 +90,7 @@ func TestIdlePartialFrameClosed(t *testing.T) {
 func TestIdleNotWhileRequestInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	b, swept := limitsBroker(t, idleLimits(), func(s *Server) {
-		a := s.table[1]
+		a := s.table[kmsg.Fetch.Int16()]
 		a.handle = func(_ *Server, r *Request) (kmsg.Response, error) {
 			close(entered)
 			<-release
@@ -96,7 +98,7 @@ func TestIdleNotWhileRequestInFlight(t *testing.T) {
 			resp.SetVersion(r.Version)
 			return resp, nil
 		}
-		s.table[1] = a
+		s.table[kmsg.Fetch.Int16()] = a
 	})
 	w := dialWire(t, b.addr)
 	fetch := kmsg.NewPtrFetchRequest()
@@ -110,7 +112,7 @@ func TestIdleNotWhileRequestInFlight(t *testing.T) {
 		t.Fatalf("sweep closed %d connections during a long poll", n)
 	}
 	close(release)
-	if _, err := w.recv(1, 11, corr); err != nil {
+	if _, err := w.recv(kmsg.Fetch.Int16(), 11, corr); err != nil {
 		t.Fatalf("long poll answer: %v", err)
 	}
 	w.roundTrip(apiVersionsReq(3))
@@ -198,7 +200,7 @@ func TestMaxConnectionsWaitsForAClose(t *testing.T) {
 	a.roundTrip(apiVersionsReq(3)) // the served one is unaffected
 
 	a.nc.Close()
-	if _, err := c.recv(18, 3, corr); err != nil {
+	if _, err := c.recv(kmsg.ApiVersions.Int16(), 3, corr); err != nil {
 		t.Fatalf("waiting connection not served after a close: %v", err)
 	}
 }
@@ -310,7 +312,10 @@ func TestRemoteIP(t *testing.T) {
 
 // Idle tracking costs no allocation per request or per read.
 func TestIdleTrackingAllocs(t *testing.T) {
-	s := NewServer(Config{Logger: zerolog.Nop()}, nil)
+	cfg := Config{Logger: zerolog.Nop()}
+	store := openTestStore(t, clock.Real{}, cfg.Logger)
+	startCoordinators(t, &cfg, store, nil)
+	s := mustNewServer(t, cfg, store)
 	defer s.Close()
 	c := &conn{s: s, nc: nopConn{}}
 	r := activityReader{c}

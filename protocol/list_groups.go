@@ -16,7 +16,7 @@ package protocol
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(16, 0, 5, handleListGroups) }
+func init() { register(kmsg.ListGroups.Int16(), 0, 5, handleListGroups) }
 
 func handleListGroups(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ListGroupsRequest)

@@ -42,7 +42,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(2, 0, 10, handleListOffsets) }
+func init() { register(kmsg.ListOffsets.Int16(), 0, 10, handleListOffsets) }
 
 // Special ListOffsets timestamps.
 const (

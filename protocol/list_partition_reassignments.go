@@ -14,7 +14,9 @@ package protocol
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(46, 0, 0, handleListPartitionReassignments) }
+func init() {
+	register(kmsg.ListPartitionReassignments.Int16(), 0, 0, handleListPartitionReassignments)
+}
 
 func handleListPartitionReassignments(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ListPartitionReassignmentsRequest)

@@ -27,7 +27,7 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 )
 
-func init() { register(66, 0, 2, handleListTransactions) }
+func init() { register(kmsg.ListTransactions.Int16(), 0, 2, handleListTransactions) }
 
 func handleListTransactions(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ListTransactionsRequest)

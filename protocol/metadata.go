@@ -55,7 +55,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(3, 0, 13, handleMetadata) }
+func init() { register(kmsg.Metadata.Int16(), 0, 13, handleMetadata) }
 
 // Kafka's AclOperation codes, for the authorized-operations bit fields.
 const (

@@ -44,13 +44,14 @@ func offlineServer(t *testing.T, logger zerolog.Logger) (fsys *memfs.FS, w *wire
 	cfg.AdvertisedPort = int32(ln.Addr().(*net.TCPAddr).Port)
 	cfg.Logger = logger
 	cfg.Clock = clk
-	s := NewServer(cfg, store)
+	t.Cleanup(func() { store.Close() })
+	startCoordinators(t, &cfg, store, nil)
+	s := mustNewServer(t, cfg, store)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
 	t.Cleanup(func() {
 		s.Close()
 		<-served
-		store.Close()
 	})
 	w = dialWire(t, ln.Addr().String())
 	produce = func(topic string) kmsg.ProduceResponseTopicPartition {

@@ -44,7 +44,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(8, 0, 9, handleOffsetCommit) }
+func init() { register(kmsg.OffsetCommit.Int16(), 0, 9, handleOffsetCommit) }
 
 func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetCommitRequest)

@@ -16,7 +16,7 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 )
 
-func init() { register(47, 0, 0, handleOffsetDelete) }
+func init() { register(kmsg.OffsetDelete.Int16(), 0, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetDeleteRequest)

@@ -29,7 +29,7 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 )
 
-func init() { register(9, 0, 9, handleOffsetFetch) }
+func init() { register(kmsg.OffsetFetch.Int16(), 0, 9, handleOffsetFetch) }
 
 // fetchTopic is one topic asked for.
 type fetchTopic struct {

@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(23, 0, 4, handleOffsetForLeaderEpoch) }
+func init() { register(kmsg.OffsetForLeaderEpoch.Int16(), 0, 4, handleOffsetForLeaderEpoch) }
 
 // noPartitionLeaderEpoch is RecordBatch.NO_PARTITION_LEADER_EPOCH: the
 // client does not know the current epoch and asks for no check.

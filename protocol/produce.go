@@ -62,7 +62,6 @@ package protocol
 //   - v13: topics by id (KIP-516)
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,15 +73,13 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-const produceKey = 0
-
 // adminClientID is Kafka's AdminUtils.ADMIN_CLIENT_ID, the one client id
 // allowed to produce to internal topics.
 const adminClientID = "__admin_client"
 
 func init() {
-	register(produceKey, 3, 13, handleProduce)
-	advertiseFrom(produceKey, 0)
+	register(kmsg.Produce.Int16(), 3, 13, handleProduce)
+	advertiseFrom(kmsg.Produce.Int16(), 0)
 }
 
 func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
@@ -323,7 +320,7 @@ func checkOneBatch(version int16, b []byte) int16 {
 		if len(b) < recordbatch.LogOverhead {
 			return 0, kerr.InvalidRecord.Code
 		}
-		n := int64(int32(binary.BigEndian.Uint32(b[8:])))
+		n := int64(recordbatch.Header(b).BatchLength())
 		if n < minBatchLength {
 			return 0, kerr.CorruptMessage.Code
 		}
@@ -336,7 +333,7 @@ func checkOneBatch(version int16, b []byte) int16 {
 	if code != 0 {
 		return code
 	}
-	if b[16] != recordbatch.Magic {
+	if recordbatch.Header(b).Magic() != recordbatch.Magic {
 		return kerr.InvalidRecord.Code
 	}
 	if version < 7 && recordbatch.Header(b).Codec() == recordbatch.Zstd {

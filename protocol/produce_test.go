@@ -182,7 +182,7 @@ func TestProduceAcks(t *testing.T) {
 		w.send(req)
 		// The next response on the connection is the ApiVersions one.
 		corr := w.send(apiVersionsReq(3))
-		if _, err := w.recv(apiVersionsKey, 3, corr); err != nil {
+		if _, err := w.recv(kmsg.ApiVersions.Int16(), 3, corr); err != nil {
 			t.Fatal(err)
 		}
 		if leo := tp.Partitions[0].Offsets().LogEndOffset; leo != 1 {

@@ -63,6 +63,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kcompatd/kcompatd/coordinator"
@@ -110,9 +111,9 @@ type Config struct {
 	BrokerConfigs []BrokerConfig
 	Clock         clock.Clock // nil: clock.Real{}
 	Logger        zerolog.Logger
-	// Groups is the group coordinator, owned by the caller. Nil: NewServer
-	// starts one with coordinator.DefaultConfig over the store, which
-	// Close stops.
+	// Groups is the group coordinator, required (NewServer fails without
+	// it). The caller owns it: it is started before NewServer and closed
+	// after Server.Close.
 	Groups *coordinator.Coordinator
 	// Connections bounds connections: max.connections, per IP, idle
 	// timeout (limits.go). Nil: DefaultConnectionLimits.
@@ -130,14 +131,18 @@ type Config struct {
 	// "is this partition part of the producer's ongoing transaction?",
 	// asked before a transactional batch is appended (Kafka 3.6+'s
 	// transaction verification, KIP-890 part 1): 0 when it is, else the
-	// error code to answer the partition with. Nil: no transaction
-	// coordinator, and transactional batches fail with INVALID_TXN_STATE.
+	// error code to answer the partition with. Nil: Txns's
+	// VerifyProducePartition.
 	VerifyTxnPartition func(transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) int16
-	// Txns is the transaction coordinator, owned by the caller. Nil:
-	// NewServer starts one with coordinator.DefaultTxnConfig over the
-	// store, which Close stops, and VerifyTxnPartition (if nil) is its
-	// check.
+	// Txns is the transaction coordinator, required (NewServer fails
+	// without it), owned by the caller as Groups is; VerifyTxnPartition
+	// (if nil) is its check.
 	Txns *coordinator.TxnCoordinator
+	// QuotaLookupHost resolves the host name of an ip entity in
+	// AlterClientQuotas, which must resolve to be valid (Java's
+	// InetAddress.getByName); tests stub it so that they never ask a
+	// resolver. Nil: net.DefaultResolver.LookupHost.
+	QuotaLookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // Defaults for Config's zero fields.
@@ -171,16 +176,11 @@ type Server struct {
 	log           zerolog.Logger
 	clock         clock.Clock
 	fetchSessions *fetchSessions
-	// groups is the group coordinator; nil only without a store or if
-	// starting our own failed, and then group APIs answer
-	// COORDINATOR_NOT_AVAILABLE.
-	groups    *coordinator.Coordinator
-	ownGroups bool // groups was started by NewServer; Close stops it
-	// txns is the transaction coordinator; nil only without a store or
-	// if starting our own failed (transaction APIs then answer
-	// COORDINATOR_NOT_AVAILABLE).
-	txns    *coordinator.TxnCoordinator
-	ownTxns bool // txns was started by NewServer; Close stops it
+	// groups and txns are Config.Groups and Config.Txns, never nil from
+	// NewServer. (The handlers still answer COORDINATOR_NOT_AVAILABLE
+	// for a nil one, as on a Server built by hand in tests.)
+	groups *coordinator.Coordinator
+	txns   *coordinator.TxnCoordinator
 
 	// table is apis capped by cfg.Versions: what is advertised and served.
 	table map[int16]api
@@ -218,8 +218,18 @@ type Server struct {
 	wg sync.WaitGroup
 }
 
-// NewServer returns a server over store.
-func NewServer(cfg Config, store *partition.Store) *Server {
+// NewServer returns a server over store. cfg.Groups and cfg.Txns are
+// required: it fails without them.
+func NewServer(cfg Config, store *partition.Store) (*Server, error) {
+	if cfg.Groups == nil {
+		return nil, errors.New("protocol: NewServer: Config.Groups (the group coordinator) is required")
+	}
+	if cfg.Txns == nil {
+		return nil, errors.New("protocol: NewServer: Config.Txns (the transaction coordinator) is required")
+	}
+	if cfg.VerifyTxnPartition == nil {
+		cfg.VerifyTxnPartition = cfg.Txns.VerifyProducePartition
+	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -237,6 +247,9 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	}
 	if cfg.QueuedMaxRequestBytes == 0 {
 		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.QuotaLookupHost == nil {
+		cfg.QuotaLookupHost = net.DefaultResolver.LookupHost
 	}
 	limits := DefaultConnectionLimits()
 	if cfg.Connections != nil {
@@ -261,31 +274,8 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	s.quotas.log = cfg.Logger
 	s.fetchSessions = newFetchSessions(cfg)
 	s.groups = cfg.Groups
-	if s.groups == nil && store != nil {
-		gc := coordinator.DefaultConfig()
-		gc.Clock, gc.Logger = cfg.Clock, cfg.Logger
-		g, err := coordinator.New(gc, store)
-		if err != nil {
-			s.log.Error().Err(err).Msg("starting the group coordinator failed")
-		} else {
-			s.groups, s.ownGroups = g, true
-		}
-	}
 	s.txns = cfg.Txns
-	if s.txns == nil && store != nil {
-		tc := coordinator.DefaultTxnConfig()
-		tc.Clock, tc.Logger = cfg.Clock, cfg.Logger
-		txns, err := coordinator.NewTxnCoordinator(tc, store, s.groups)
-		if err != nil {
-			s.log.Error().Err(err).Msg("starting the transaction coordinator failed")
-		} else {
-			s.txns, s.ownTxns = txns, true
-			if s.cfg.VerifyTxnPartition == nil {
-				s.cfg.VerifyTxnPartition = txns.VerifyProducePartition
-			}
-		}
-	}
-	return s
+	return s, nil
 }
 
 // servedVersions caps every registered API at the release vs (nil: no cap).
@@ -296,7 +286,7 @@ func servedVersions(vs *kversion.Versions) map[int16]api {
 	for k, a := range apis {
 		if vs != nil {
 			max, ok := vs.LookupMaxKeyVersion(k)
-			if !ok && k == apiVersionsKey {
+			if !ok && k == kmsg.ApiVersions.Int16() {
 				max, ok = 0, true
 			}
 			if !ok {
@@ -421,12 +411,6 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	if s.ownTxns { // before the groups: it completes their transactional offsets
-		s.txns.Close()
-	}
-	if s.ownGroups {
-		s.groups.Close()
-	}
 	s.log.Info().Msg("protocol server closed")
 	return nil
 }

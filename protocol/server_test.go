@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
 )
@@ -40,12 +41,16 @@ func startBroker(t testing.TB, mutate func(*Config)) *testBroker {
 // serves (to swap handlers in its own table).
 func startBrokerPrep(t testing.TB, mutate func(*Config), prep func(*Server)) *testBroker {
 	t.Helper()
+	return startBrokerTuned(t, mutate, prep, nil)
+}
+
+// startBrokerTuned is startBrokerPrep with the group coordinator's config
+// changed by tuneGroups (nil: coordinator.DefaultConfig).
+func startBrokerTuned(t testing.TB, mutate func(*Config), prep func(*Server), tuneGroups func(*coordinator.Config)) *testBroker {
+	t.Helper()
 	lg := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store, err := partition.Open(partition.Config{Dir: t.TempDir(), NodeID: 1, Clock: clk, Logger: lg})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	store := openTestStore(t, clk, lg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +64,8 @@ func startBrokerPrep(t testing.TB, mutate func(*Config), prep func(*Server)) *te
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s := NewServer(cfg, store)
+	startCoordinators(t, &cfg, store, tuneGroups)
+	s := mustNewServer(t, cfg, store)
 	if prep != nil {
 		prep(s)
 	}
@@ -70,9 +76,67 @@ func startBrokerPrep(t testing.TB, mutate func(*Config), prep func(*Server)) *te
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-		store.Close()
 	})
 	return &testBroker{s: s, store: store, addr: ln.Addr().String(), clock: clk}
+}
+
+// openTestStore opens a store in a temp dir, closed in t.Cleanup: register
+// it before the cleanups of what runs over it, so that it closes last.
+func openTestStore(t testing.TB, clk clock.Clock, lg zerolog.Logger) *partition.Store {
+	t.Helper()
+	store, err := partition.Open(partition.Config{Dir: t.TempDir(), NodeID: 1, Clock: clk, Logger: lg})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// startCoordinators sets cfg.Groups, unless already set, to a group
+// coordinator (coordinator.DefaultConfig changed by tuneGroups, if not
+// nil) and cfg.Txns to a transaction coordinator over it
+// (coordinator.DefaultTxnConfig), both over store with cfg's clock
+// (nil: the real one) and logger. t.Cleanup closes what it started, the
+// transaction coordinator first (it completes the groups' transactional
+// offsets): call it after opening the store and before starting the
+// server, so that cleanups run server, coordinators, store.
+func startCoordinators(t testing.TB, cfg *Config, store *partition.Store, tuneGroups func(*coordinator.Config)) {
+	t.Helper()
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if cfg.Groups == nil {
+		gc := coordinator.DefaultConfig()
+		gc.Clock, gc.Logger = clk, cfg.Logger
+		if tuneGroups != nil {
+			tuneGroups(&gc)
+		}
+		g, err := coordinator.New(gc, store)
+		if err != nil {
+			t.Fatalf("group coordinator: %v", err)
+		}
+		t.Cleanup(func() { g.Close() })
+		cfg.Groups = g
+	}
+	tc := coordinator.DefaultTxnConfig()
+	tc.Clock, tc.Logger = clk, cfg.Logger
+	txns, err := coordinator.NewTxnCoordinator(tc, store, cfg.Groups)
+	if err != nil {
+		t.Fatalf("transaction coordinator: %v", err)
+	}
+	t.Cleanup(func() { txns.Close() })
+	cfg.Txns = txns
+}
+
+// mustNewServer is NewServer failing the test on an error.
+func mustNewServer(t testing.TB, cfg Config, store *partition.Store) *Server {
+	t.Helper()
+	s, err := NewServer(cfg, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // wire is a raw protocol client: it writes requests with kmsg and reads
@@ -142,7 +206,7 @@ func (w *wire) recv(key, version int16, corr int32) (kmsg.Response, error) {
 	body = body[4:]
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
-	if resp.IsFlexible() && key != apiVersionsKey {
+	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() {
 		body = body[1:] // empty tag section
 	}
 	if err := resp.ReadFrom(body); err != nil {
@@ -245,7 +309,7 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 	frame := encodeRequest(req, w.corr, &id)
 	binary.BigEndian.PutUint16(frame[6:], 9)
 	w.writeRaw(frame)
-	r, err := w.recv(apiVersionsKey, 0, w.corr)
+	r, err := w.recv(kmsg.ApiVersions.Int16(), 0, w.corr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +317,7 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
-	if len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
+	if len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != kmsg.ApiVersions.Int16() || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
 		t.Fatalf("api keys %+v", resp.ApiKeys)
 	}
 	// The connection stays usable.
@@ -314,7 +378,7 @@ func TestVersionsCap(t *testing.T) {
 	// ApiVersions above 2.0's v2 gets the v0 fallback naming v0-v2.
 	w = dialWire(t, b.addr)
 	corr := w.send(apiVersionsReq(3))
-	r, _ := w.recv(apiVersionsKey, 0, corr)
+	r, _ := w.recv(kmsg.ApiVersions.Int16(), 0, corr)
 	if av := r.(*kmsg.ApiVersionsResponse); av.ErrorCode != kerr.UnsupportedVersion.Code || av.ApiKeys[0].MaxVersion != 2 {
 		t.Fatalf("fallback %+v", av)
 	}
@@ -407,9 +471,9 @@ func TestReadFrameGrows(t *testing.T) {
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	b := startBrokerPrep(t, nil, func(s *Server) {
 		// A server-local table entry, so the global registry is untouched.
-		a := s.table[3]
+		a := s.table[kmsg.Metadata.Int16()]
 		a.handle = func(*Server, *Request) (kmsg.Response, error) { panic("boom") }
-		s.table[3] = a
+		s.table[kmsg.Metadata.Int16()] = a
 	})
 	other := dialWire(t, b.addr)
 	other.roundTrip(apiVersionsReq(3))
@@ -436,7 +500,7 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 		}
 	}
 	for i, c := range corrs {
-		key, ver := int16(apiVersionsKey), int16(3)
+		key, ver := kmsg.ApiVersions.Int16(), int16(3)
 		if i%2 == 1 {
 			key, ver = 3, 12
 		}
@@ -448,7 +512,10 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 
 func TestCloseWaitsAndServeReturns(t *testing.T) {
 	lg := zerolog.New(zerolog.NewTestWriter(t))
-	s := NewServer(Config{Logger: lg}, nil)
+	cfg := Config{Logger: lg}
+	store := openTestStore(t, clock.Real{}, lg)
+	startCoordinators(t, &cfg, store, nil)
+	s := mustNewServer(t, cfg, store)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -516,8 +583,14 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 }
 
 func TestAcceptBacksOffOnTemporaryErrors(t *testing.T) {
+	// The store and the coordinators run on the real clock, so that the
+	// server's backoff timer is the only one on clk.
+	cfg := Config{Logger: zerolog.New(zerolog.NewTestWriter(t))}
+	store := openTestStore(t, clock.Real{}, cfg.Logger)
+	startCoordinators(t, &cfg, store, nil)
 	clk := clock.NewManual(time.Unix(0, 0))
-	s := NewServer(Config{Logger: zerolog.New(zerolog.NewTestWriter(t)), Clock: clk}, nil)
+	cfg.Clock = clk
+	s := mustNewServer(t, cfg, store)
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -549,14 +622,14 @@ func TestPeerCloseCancelsHandler(t *testing.T) {
 	entered := make(chan struct{})
 	released := make(chan struct{})
 	b := startBrokerPrep(t, nil, func(s *Server) {
-		a := s.table[fetchKey]
+		a := s.table[kmsg.Fetch.Int16()]
 		a.handle = func(_ *Server, r *Request) (kmsg.Response, error) {
 			close(entered)
 			<-r.Ctx.Done()
 			close(released)
 			return nil, r.Ctx.Err()
 		}
-		s.table[fetchKey] = a
+		s.table[kmsg.Fetch.Int16()] = a
 	})
 	w := dialWire(t, b.addr)
 	w.send(longPollFetch("t", 0))
@@ -609,7 +682,7 @@ func TestRequestHeaderTags(t *testing.T) {
 	frame = req.AppendTo(frame)
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	w.writeRaw(frame)
-	if _, err := w.recv(3, 12, 9); err != nil {
+	if _, err := w.recv(kmsg.Metadata.Int16(), 12, 9); err != nil {
 		t.Fatal(err)
 	}
 }

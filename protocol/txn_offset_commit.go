@@ -52,7 +52,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(28, 0, 5, handleTxnOffsetCommit) }
+func init() { register(kmsg.TxnOffsetCommit.Int16(), 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)

@@ -9,34 +9,13 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 )
 
-func init() { versionChecks[28] = checkTxnOffsetCommitVersion }
+func init() { versionChecks[kmsg.TxnOffsetCommit.Int16()] = checkTxnOffsetCommitVersion }
 
-// txnBroker is groupBroker with a transaction coordinator over its group
-// coordinator, so EndTxn completes transactional offset commits.
+// txnBroker is groupBroker: its transaction coordinator runs over its
+// group coordinator, so EndTxn completes transactional offset commits.
 func txnBroker(t testing.TB) (*testBroker, *wire) {
 	t.Helper()
-	b := startBrokerPrep(t, nil, func(s *Server) {
-		s.txns.Close()
-		s.groups.Close()
-		cfg := coordinator.DefaultConfig()
-		cfg.InitialRebalanceDelay = 0
-		cfg.OffsetsTopicPartitions = 3
-		cfg.Clock, cfg.Logger = s.clock, s.log
-		g, err := coordinator.New(cfg, s.store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.groups = g
-		tc := coordinator.DefaultTxnConfig()
-		tc.Clock, tc.Logger = s.clock, s.log
-		txns, err := coordinator.NewTxnCoordinator(tc, s.store, g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.txns = txns
-		s.cfg.VerifyTxnPartition = txns.VerifyProducePartition
-	})
-	return b, dialWire(t, b.addr)
+	return groupBroker(t)
 }
 
 // producer is a transactional producer's id and epoch.

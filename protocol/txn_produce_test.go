@@ -10,7 +10,7 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-func init() { versionChecks[describeProducersKey] = checkDescribeProducersVersion }
+func init() { versionChecks[kmsg.DescribeProducers.Int16()] = checkDescribeProducersVersion }
 
 // producerBatch is a batch of n records from producer pid.
 func producerBatch(t testing.TB, ts int64, pid int64, epoch int16, seq int32, n int, txn bool) []byte {
@@ -217,5 +217,48 @@ func TestFetchReadCommittedAborted(t *testing.T) {
 	p := w.roundTrip(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || len(p.AbortedTransactions) != 0 || len(p.RecordBatches) == 0 {
 		t.Fatalf("fetch at 4: %+v", p)
+	}
+}
+
+// TestProduceTxnEndsDuringVerification: the producer's transaction ends
+// (its marker is written) between the coordinator's verification and the
+// append; the batch must not open a transaction no coordinator will end
+// (Kafka's verification guard): INVALID_TXN_STATE, nothing written, the
+// LSO not held. Without the race the next attempt is appended.
+func TestProduceTxnEndsDuringVerification(t *testing.T) {
+	var tp *partition.Topic
+	race := true
+	b := startBroker(t, func(c *Config) {
+		c.VerifyTxnPartition = func(txnID string, pid int64, epoch int16, topic string, part int32) int16 {
+			if race {
+				// EndTxn completes meanwhile (transaction.version 1:
+				// no epoch bump).
+				if _, err := tp.Partitions[0].WriteTxnMarker(partition.TxnMarker{ProducerID: pid, ProducerEpoch: epoch, CoordinatorEpoch: 1, Commit: true}); err != nil {
+					t.Error(err)
+				}
+			}
+			return 0
+		}
+	})
+	tp = b.createTopic(t, "race", 1, nil)
+	w := dialWire(t, b.addr)
+	now := b.nowMs()
+	send := func(batch []byte) kmsg.ProduceResponseTopicPartition {
+		req := produceReq(11, "race", tp.ID, 0, batch)
+		req.TransactionID = strp("app")
+		return onlyProducePartition(t, w.roundTrip(req))
+	}
+	if p := send(producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("append after the marker: %+v", p)
+	}
+	if o := tp.Partitions[0].Offsets(); o.LogEndOffset != 1 || o.LastStableOffset != 1 {
+		t.Fatalf("offsets %+v: want only the marker, no open transaction", o)
+	}
+	race = false
+	if p := send(producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("verified append: %+v", p)
+	}
+	if o := tp.Partitions[0].Offsets(); o.LastStableOffset != 1 {
+		t.Fatalf("LSO %d, want the open transaction's 1", o.LastStableOffset)
 	}
 }

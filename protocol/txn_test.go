@@ -11,12 +11,12 @@ import (
 )
 
 func init() {
-	versionChecks[22] = checkInitProducerIDVersion
-	versionChecks[24] = checkAddPartitionsToTxnVersion
-	versionChecks[25] = checkAddOffsetsToTxnVersion
-	versionChecks[26] = checkEndTxnVersion
-	versionChecks[65] = checkDescribeTransactionsVersion
-	versionChecks[66] = checkListTransactionsVersion
+	versionChecks[kmsg.InitProducerID.Int16()] = checkInitProducerIDVersion
+	versionChecks[kmsg.AddPartitionsToTxn.Int16()] = checkAddPartitionsToTxnVersion
+	versionChecks[kmsg.AddOffsetsToTxn.Int16()] = checkAddOffsetsToTxnVersion
+	versionChecks[kmsg.EndTxn.Int16()] = checkEndTxnVersion
+	versionChecks[kmsg.DescribeTransactions.Int16()] = checkDescribeTransactionsVersion
+	versionChecks[kmsg.ListTransactions.Int16()] = checkListTransactionsVersion
 }
 
 // initTxn gives id a producer id and epoch through the wire.

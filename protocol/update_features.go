@@ -36,7 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(57, 0, 2, handleUpdateFeatures) }
+func init() { register(kmsg.UpdateFeatures.Int16(), 0, 2, handleUpdateFeatures) }
 
 // Kafka's FeatureUpdate.UpgradeType codes.
 const (

@@ -28,6 +28,12 @@
 // LogAppendTime topics) requires a new CRC.
 //
 // These offsets are part of Kafka's wire and disk format and must not change.
+// Every other package reads header fields only through Header's accessors,
+// never by these offsets. Each accessor reads only its own field's bytes, so
+// a Header over a prefix of a batch serves every field the prefix covers:
+// LogOverhead bytes give BatchLength and Size, PrefixSize bytes add
+// BaseOffset, Magic, LastOffsetDelta and LastOffset (all a scan over stored
+// batches needs).
 //
 // The package keeps two views of a batch: the wire bytes, which partitions
 // store and fetches return untouched (Header, a zero-copy view with
@@ -57,6 +63,10 @@ const (
 	LogOverhead = 12
 	// Magic is the only batch format kcompatd accepts or stores.
 	Magic = 2
+	// PrefixSize is the size of the header prefix up to and including
+	// lastOffsetDelta: what BaseOffset, BatchLength, Size, Magic,
+	// LastOffsetDelta and LastOffset read.
+	PrefixSize = offLastOffsetDelta + 4
 
 	offBaseOffset      = 0
 	offBatchLength     = 8
@@ -130,8 +140,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Header is a zero-copy view over the first HeaderSize bytes of a batch
 // (it may be longer: the whole batch). Setters write through to the bytes.
-// Accessors assume at least HeaderSize bytes: get a Header from ParseHeader
-// when the bytes are untrusted.
+// Accessors assume the bytes cover their field (HeaderSize covers all; see
+// PrefixSize for scans): get a Header from ParseHeader when the bytes are
+// untrusted.
 type Header []byte
 
 // ParseHeader checks that b starts with a plausible v2 batch header: at

@@ -276,3 +276,40 @@ func TestTruncationAndFlips(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderPrefixAccessors checks, over the golden vectors, that the
+// accessors a scan uses read the documented bytes and need no more of the
+// batch than PrefixSize (LogOverhead for the length): a header prefix
+// gives the same values as the whole batch and as the raw layout.
+func TestHeaderPrefixAccessors(t *testing.T) {
+	be := binary.BigEndian
+	for _, name := range []string{
+		"kgo_none.bin", "kgo_zstd_large.bin", "kgo_idempotent.bin", "kgo_transactional.bin",
+		"java_none.bin", "java_lz4_large.bin", "java_control_commit.bin", "java_control_abort.bin",
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := readGolden(t, name)
+			whole := Header(b)
+			prefix := Header(b[:PrefixSize:PrefixSize])
+			lenOnly := Header(b[:LogOverhead:LogOverhead])
+			cases := []struct {
+				field         string
+				prefix, whole any
+				raw           any
+			}{
+				{"BaseOffset", prefix.BaseOffset(), whole.BaseOffset(), int64(be.Uint64(b[0:]))},
+				{"BatchLength", lenOnly.BatchLength(), whole.BatchLength(), int32(be.Uint32(b[8:]))},
+				{"Size", lenOnly.Size(), whole.Size(), len(b)},
+				{"Magic", prefix.Magic(), whole.Magic(), int8(b[16])},
+				{"LastOffsetDelta", prefix.LastOffsetDelta(), whole.LastOffsetDelta(), int32(be.Uint32(b[23:]))},
+				{"LastOffset", prefix.LastOffset(), whole.LastOffset(),
+					int64(be.Uint64(b[0:])) + int64(int32(be.Uint32(b[23:])))},
+			}
+			for _, c := range cases {
+				if c.prefix != c.whole || c.whole != c.raw {
+					t.Errorf("%s: prefix %v, whole %v, raw layout %v", c.field, c.prefix, c.whole, c.raw)
+				}
+			}
+		})
+	}
+}
