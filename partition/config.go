@@ -31,6 +31,11 @@ type Config struct {
 	// ProducerIDExpirationCheckInterval is
 	// producer.id.expiration.check.interval.ms (0: Kafka's 10 minutes).
 	ProducerIDExpirationCheckInterval time.Duration
+	// ReplayCacheBudget bounds, in bytes, the batch headers recovery
+	// keeps per log while it is opened, so that the producer-state replay
+	// that follows does not read them again (past the budget the replay
+	// reads the segments). 0 (or less): DefaultReplayCacheBudget.
+	ReplayCacheBudget int64
 	// MaxMetadataFileBytes bounds the topic catalog, dynamic broker
 	// config and client quota files, in bytes, on write and on start-up
 	// alike (0: 64 MiB). A change that would exceed it is refused

@@ -12,13 +12,13 @@ import (
 
 func openMem(t *testing.T, fsys *memfs.FS) (*Store, error) {
 	t.Helper()
-	return openMemWith(t, fsys, Options{})
+	return openMemWith(t, fsys, 0)
 }
 
-// openMemWith is openMem with opts.
-func openMemWith(t *testing.T, fsys *memfs.FS, opts Options) (*Store, error) {
+// openMemWith is openMem with a replay cache budget (0: the default).
+func openMemWith(t *testing.T, fsys *memfs.FS, replayCacheBudget int64) (*Store, error) {
 	t.Helper()
-	return OpenWith(Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clock.NewManual(testStart), Logger: zerolog.Nop()}, opts)
+	return Open(Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clock.NewManual(testStart), Logger: zerolog.Nop(), ReplayCacheBudget: replayCacheBudget})
 }
 
 // TestCrashAtEveryOperation stops the machine at the k-th file-system

@@ -79,7 +79,7 @@ type Log struct {
 	// replayCache holds, while the log is opened, the producer batches
 	// recovery read at or after the newest snapshot, so the
 	// producer-state replay does not read them again; bounded by
-	// Options.ReplayCacheBudget.
+	// Config.ReplayCacheBudget.
 	replayCache *replayCache
 }
 

@@ -126,7 +126,7 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.replayCache = newReplayCache(snaps, p.clean, l.store.opts.ReplayCacheBudget)
+	l.replayCache = newReplayCache(snaps, p.clean, l.store.cfg.ReplayCacheBudget)
 	defer func() { l.replayCache = nil }()
 	entries, err := fsys.ReadDir(l.dir)
 	if err != nil {

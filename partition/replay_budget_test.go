@@ -54,7 +54,7 @@ func TestReplayCacheBudgetFallback(t *testing.T) {
 
 	observe := func(budget int64) (pstateView, int64) {
 		t.Helper()
-		s, err := openMemWith(t, crashed.CrashClone(), Options{ReplayCacheBudget: budget})
+		s, err := openMemWith(t, crashed.CrashClone(), budget)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,7 +90,6 @@ const (
 // The order of its locks is in LOCKING.md at the repository root.
 type Store struct {
 	cfg    Config
-	opts   Options // defaults filled in
 	fs     vfs.FS
 	clock  clock.Clock
 	logger zerolog.Logger
@@ -115,25 +114,12 @@ type Store struct {
 	loopWG sync.WaitGroup
 }
 
-// Options are the storage engine's knobs that are not broker settings
-// (Config holds those); the zero value gives every default.
-type Options struct {
-	// ReplayCacheBudget bounds, in bytes, the batch headers recovery
-	// keeps per log while it is opened, so that the producer-state replay
-	// that follows does not read them again (past the budget the replay
-	// reads the segments). 0 (or less): DefaultReplayCacheBudget.
-	ReplayCacheBudget int64
-}
-
-// DefaultReplayCacheBudget is Options.ReplayCacheBudget's default, 64 MiB.
+// DefaultReplayCacheBudget is Config.ReplayCacheBudget's default, 64 MiB.
 const DefaultReplayCacheBudget = 64 << 20
 
 // Open opens (creating if needed) the data dir, takes its lock, loads the
-// catalog and recovers every log. It is OpenWith with the default Options.
-func Open(cfg Config) (*Store, error) { return OpenWith(cfg, Options{}) }
-
-// OpenWith is Open with opts.
-func OpenWith(cfg Config, opts Options) (*Store, error) {
+// catalog and recovers every log.
+func Open(cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("partition: no data dir (log.dirs)")
 	}
@@ -147,12 +133,11 @@ func OpenWith(cfg Config, opts Options) (*Store, error) {
 		cfg.RecoveryCheckpointInterval = defaultCheckpointInterval
 	}
 	cfg.Defaults = cfg.Defaults.withDefaults()
-	if opts.ReplayCacheBudget <= 0 {
-		opts.ReplayCacheBudget = DefaultReplayCacheBudget
+	if cfg.ReplayCacheBudget <= 0 {
+		cfg.ReplayCacheBudget = DefaultReplayCacheBudget
 	}
 	s := &Store{
 		cfg:    cfg,
-		opts:   opts,
 		fs:     cfg.FS,
 		clock:  cfg.Clock,
 		logger: cfg.Logger,
