@@ -41,7 +41,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(33, 0, 2, handleAlterConfigs) }
+func init() { register(kmsg.AlterConfigs.Int16(), 0, 2, handleAlterConfigs) }
 
 // configOp is one change to one config of a resource.
 type configOp struct {

@@ -44,7 +44,7 @@ func FuzzConfigRequests(f *testing.F) {
 	f.Cleanup(func() { s.Close() })
 
 	f.Fuzz(func(t *testing.T, sel byte, body []byte) {
-		keys := []int16{32, 33, 44}
+		keys := []int16{kmsg.DescribeConfigs.Int16(), kmsg.AlterConfigs.Int16(), kmsg.IncrementalAlterConfigs.Int16()}
 		key := keys[int(sel)%len(keys)]
 		a := apis[key]
 		v := a.min + int16(sel/3)%(a.max-a.min+1)

@@ -48,7 +48,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(32, 0, 4, handleDescribeConfigs) }
+func init() { register(kmsg.DescribeConfigs.Int16(), 0, 4, handleDescribeConfigs) }
 
 // Config resource types (ConfigResource.Type ids).
 const (
