@@ -39,9 +39,11 @@ func ParseSegmentFileName(name string) (base int64, suffix string, ok bool) {
 	if len(name) < 21 || name[20] != '.' {
 		return 0, "", false
 	}
-	suffix = name[20:]
-	base, ok = parseSegmentFileName(name, suffix)
-	return base, suffix, ok
+	base, ok = parseSegmentFileName(name, name[20:])
+	if !ok {
+		return 0, "", false
+	}
+	return base, name[20:], true
 }
 
 // OffsetIndexEntry is one .index entry with its absolute offset: the last

@@ -33,9 +33,9 @@ const (
 	// maxBatchBytes is the largest batch dump-log and verify read (a
 	// larger length prefix is reported, not allocated).
 	maxBatchBytes = 1 << 30
-	// maxDecompressed bounds the records of one batch after
-	// decompression.
-	maxDecompressed = 1 << 30
+	// defaultMaxDecompressed bounds the records of one batch after
+	// decompression (the cleaner's default bound too).
+	defaultMaxDecompressed = 256 << 20
 	// maxSideFileBytes bounds an index, snapshot or checkpoint file read
 	// whole (a preallocated Kafka index is 10 MiB).
 	maxSideFileBytes = 256 << 20
@@ -267,7 +267,7 @@ func (d *dumper) segment(path string, base int64, seg *segReader) {
 		h := recordbatch.Header(b)
 		var recs arr
 		if deep {
-			err := recordbatch.ForEachRecordScratch(b, &scratch, maxDecompressed, func(r recordbatch.Record) error {
+			err := recordbatch.ForEachRecordScratch(b, &scratch, seg.maxDecompressed, func(r recordbatch.Record) error {
 				off := h.BaseOffset() + int64(r.OffsetDelta)
 				if off != lastOffset+1 {
 					d.nonConsecutive.add(abs, lastOffset, off)

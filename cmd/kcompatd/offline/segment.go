@@ -27,6 +27,8 @@ type segReader struct {
 	size int64
 	pos  int64 // position of the batch next returns
 	buf  []byte
+	// maxDecompressed bounds one batch's records after decompression.
+	maxDecompressed int
 }
 
 func openSegment(path string) (*segReader, error) {
@@ -43,12 +45,12 @@ func openSegment(path string) (*segReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	return &segReader{f: f, path: path, size: st.Size()}, nil
+	return &segReader{f: f, path: path, size: st.Size(), maxDecompressed: defaultMaxDecompressed}, nil
 }
 
 // memSegment is a segReader over bytes (tests and fuzzing).
 func memSegment(path string, b []byte) *segReader {
-	return &segReader{f: bytes.NewReader(b), path: path, size: int64(len(b))}
+	return &segReader{f: bytes.NewReader(b), path: path, size: int64(len(b)), maxDecompressed: defaultMaxDecompressed}
 }
 
 func (s *segReader) close() {
@@ -129,7 +131,7 @@ func (s *segReader) batchContaining(pos, offset int64) (recordbatch.Header, int6
 			continue
 		}
 		maxTs := int64(-1)
-		err = recordbatch.ForEachRecord(b, maxDecompressed, func(r recordbatch.Record) error {
+		err = recordbatch.ForEachRecord(b, s.maxDecompressed, func(r recordbatch.Record) error {
 			ts := h.BaseTimestamp() + r.TimestampDelta
 			if h.LogAppendTime() {
 				ts = h.MaxTimestamp()

@@ -145,7 +145,33 @@ type segmentInfo struct {
 	size       int64
 	lastOffset int64           // -1 if no batch
 	batches    map[int64]int64 // position -> last offset of the batch there
-	whole      bool            // every byte read as a batch
+	readable   int64           // bytes read as whole batches: the log's end for its indexes
+}
+
+// pastEnd collects the index entries past the end of the readable log,
+// reported as the first one and a count, not one line each.
+type pastEnd struct {
+	first string
+	more  int
+}
+
+func (p *pastEnd) add(format string, args ...any) {
+	if p.first == "" {
+		p.first = fmt.Sprintf(format, args...)
+		return
+	}
+	p.more++
+}
+
+func (p *pastEnd) report(v *verifier, path string, seg *segmentInfo) {
+	if p.first == "" {
+		return
+	}
+	msg := fmt.Sprintf("%s is past the end of the log (%d bytes of whole batches, last offset %d)", p.first, seg.readable, seg.lastOffset)
+	if p.more > 0 {
+		msg += fmt.Sprintf(", and %d more entries after it", p.more)
+	}
+	v.problem(path, "%s", msg)
 }
 
 // partition checks one partition dir and returns its log end offset (ok
@@ -175,11 +201,7 @@ func (v *verifier) partition(dir string, entries []os.DirEntry) (leo int64, ok b
 		if seg == nil {
 			continue
 		}
-		if seg.lastOffset >= 0 {
-			prevLast = seg.lastOffset
-		} else {
-			prevLast = max(prevLast, base-1)
-		}
+		prevLast = max(prevLast, seg.lastOffset, base-1)
 		leo = prevLast + 1
 		stem := fmt.Sprintf("%020d", base)
 		if files[stem+partition.IndexSuffix] {
@@ -254,12 +276,13 @@ func (v *verifier) scan(path string, base, prevLast int64, s *segReader) *segmen
 		}
 		if err != nil {
 			v.problem(path, "at position %d: %v (the rest of the segment, %d bytes, is not read)", s.pos, trimPath(err, path), s.size-s.pos)
+			info.readable = s.pos
 			return info
 		}
 		h := recordbatch.Header(b)
 		if err := h.CheckCRC(); err != nil {
 			v.problem(path, "batch at position %d (offsets %d-%d): %v", s.pos, h.BaseOffset(), h.LastOffset(), err)
-		} else if err := recordbatch.ForEachRecordScratch(b, &scratch, maxDecompressed, func(recordbatch.Record) error { return nil }); err != nil {
+		} else if err := recordbatch.ForEachRecordScratch(b, &scratch, s.maxDecompressed, func(recordbatch.Record) error { return nil }); err != nil {
 			v.problem(path, "batch at position %d (offsets %d-%d): %v", s.pos, h.BaseOffset(), h.LastOffset(), err)
 		}
 		switch {
@@ -277,9 +300,8 @@ func (v *verifier) scan(path string, base, prevLast int64, s *segReader) *segmen
 	}
 	if t := s.size - s.pos; t > 0 {
 		v.problem(path, "%d bytes after the last whole batch at position %d (a torn write)", t, s.pos)
-	} else {
-		info.whole = true
 	}
+	info.readable = s.pos
 	return info
 }
 
@@ -324,10 +346,12 @@ func (v *verifier) offsetIndex(path string, seg *segmentInfo) {
 		e := entries[valid]
 		v.problem(path, "entry %d (offset %d, position %d) does not increase", valid, e.Offset, e.Position)
 	}
+	var past pastEnd
+	defer past.report(v, path, seg)
 	for i, e := range entries[:valid] {
 		switch {
-		case e.Position >= seg.size || (seg.lastOffset >= 0 && e.Offset > seg.lastOffset) || seg.lastOffset < 0:
-			v.problem(path, "entry %d (offset %d, position %d) is past the end of the log (%d bytes, last offset %d)", i, e.Offset, e.Position, seg.size, seg.lastOffset)
+		case e.Position >= seg.readable || e.Offset > seg.lastOffset:
+			past.add("entry %d (offset %d, position %d)", i, e.Offset, e.Position)
 		default:
 			last, ok := seg.batches[e.Position]
 			if !ok {
@@ -350,9 +374,14 @@ func (v *verifier) timeIndex(path string, seg *segmentInfo) {
 		e := entries[valid]
 		v.problem(path, "entry %d (timestamp %d, offset %d) is out of order", valid, e.Timestamp, e.Offset)
 	}
+	var past pastEnd
+	defer past.report(v, path, seg)
 	for i, e := range entries[:valid] {
-		if seg.lastOffset < 0 || e.Offset > seg.lastOffset || e.Offset < seg.base {
-			v.problem(path, "entry %d (timestamp %d, offset %d) is past the end of the log (last offset %d)", i, e.Timestamp, e.Offset, seg.lastOffset)
+		switch {
+		case e.Offset > seg.lastOffset:
+			past.add("entry %d (timestamp %d, offset %d)", i, e.Timestamp, e.Offset)
+		case e.Offset < seg.base:
+			v.problem(path, "entry %d (timestamp %d, offset %d) is below the segment's base offset %d", i, e.Timestamp, e.Offset, seg.base)
 		}
 	}
 }

@@ -1,0 +1,94 @@
+package offline
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// goldenFlags are dump-log's flags for each golden file's mode (the name
+// is FILE.MODE.golden; testdata/kafka/golden.sh made them with the same
+// flags given to Apache Kafka 4.3.1's DumpLogSegments).
+var goldenFlags = map[string][]string{
+	"batches": nil,
+	"data":    {"--print-data-log"},
+	"offsets": {"--offsets-decoder"},
+	"txnlog":  {"--transaction-log-decoder"},
+	"dump":    nil,
+}
+
+// TestKafkaGolden compares dump-log's output, standard output and
+// standard error, on segments, indexes, snapshots and transaction
+// indexes written by Apache Kafka 4.3.1 with kafka-dump-log's output for
+// the same files, byte for byte.
+func TestKafkaGolden(t *testing.T) {
+	t.Chdir(filepath.Join("testdata", "kafka"))
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldens, err := filepath.Glob("*/*.golden")
+	if err != nil || len(goldens) < 30 {
+		t.Fatalf("%d golden files, %v", len(goldens), err)
+	}
+	for _, g := range goldens {
+		stem := strings.TrimSuffix(g, ".golden")
+		mode := filepath.Ext(stem)
+		src := strings.TrimSuffix(stem, mode)
+		flags, ok := goldenFlags[mode[1:]]
+		if !ok {
+			t.Fatalf("%s: unknown mode %q", g, mode)
+		}
+		t.Run(g, func(t *testing.T) {
+			want, err := os.ReadFile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErr, err := os.ReadFile(stem + ".stderr")
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			var out, errw bytes.Buffer
+			if st := DumpLog(append(append([]string(nil), flags...), src), &out, &errw); st != ExitOK {
+				t.Errorf("status %d", st)
+			}
+			if got := out.String(); got != string(want) {
+				t.Errorf("stdout differs from Kafka's:\n%s", lineDiff(string(want), got))
+			}
+			gotErr := strings.ReplaceAll(errw.String(), dir+string(filepath.Separator), "$DIR/")
+			if gotErr != string(wantErr) {
+				t.Errorf("stderr differs from Kafka's:\n%s", lineDiff(string(wantErr), gotErr))
+			}
+		})
+	}
+}
+
+// TestVerifyKafkaDir: a data dir written and cleanly stopped by Apache
+// Kafka passes verify.
+func TestVerifyKafkaDir(t *testing.T) {
+	r := VerifyDir(filepath.Join("testdata", "kafka"))
+	if len(r.Problems) != 0 || r.Partitions != 6 || r.Segments != 7 {
+		t.Errorf("verify of Kafka's data dir: %+v", r)
+	}
+}
+
+// lineDiff shows the first line where two outputs differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return "line " + strconv.Itoa(i+1) + ":\nKafka:    " + wl + "\nkcompatd: " + gl
+		}
+	}
+	return "(no line differs)"
+}
