@@ -59,15 +59,7 @@ func run(args []string) int {
 	logLevel := flags.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := flags.String("log-format", "auto", "log `format`: console, json, or auto (console on a terminal, else JSON)")
 	debugAddr := flags.String("debug-addr", "", "serve Go's runtime profiles (net/http/pprof) on `ADDR`, a loopback host:port; off by default")
-	flags.Usage = func() {
-		fmt.Fprintf(flags.Output(), "usage: kcompatd [server.properties] [--config FILE] [-c key=value]... [--check-config]\n"+
-			"       kcompatd dump-log [--print-data-log] [--offsets-decoder] [--transaction-log-decoder] [--json] FILE...\n"+
-			"       kcompatd verify DIR\n"+
-			"dump-log prints segment, index, snapshot and transaction index files as kafka-dump-log.sh does;\n"+
-			"verify checks a data dir or one partition dir offline (exit 0 clean, 1 problems found).\n"+
-			"Run a subcommand with --help for its flags. Broker flags:\n")
-		flags.PrintDefaults()
-	}
+	flags.Usage = func() { usage(flags.Output(), flags) }
 	// kafka-server-start.sh takes the properties file as an argument,
 	// with --override flags before or after it.
 	var rest []string
@@ -161,6 +153,20 @@ func run(args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// usage prints the synopsis of the broker and of the offline
+// subcommands to out, then the broker's flags if flags is not nil.
+func usage(out io.Writer, flags *flag.FlagSet) {
+	fmt.Fprintf(out, "usage: kcompatd [server.properties] [--config FILE] [-c key=value]... [--check-config]\n"+
+		"       kcompatd dump-log [--print-data-log] [--offsets-decoder] [--transaction-log-decoder] [--json] FILE...\n"+
+		"       kcompatd verify DIR\n"+
+		"dump-log prints segment, index, snapshot and transaction index files as kafka-dump-log.sh does;\n"+
+		"verify checks a data dir or one partition dir offline (exit 0 clean, 1 problems found).\n"+
+		"Run a subcommand with --help for its flags. Broker flags:\n")
+	if flags != nil {
+		flags.PrintDefaults()
+	}
 }
 
 // overrideFlag collects repeated -c key=value flags in order.
