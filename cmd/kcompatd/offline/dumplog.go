@@ -52,6 +52,7 @@ type DumpOptions struct {
 	TxnLogDecoder  bool // --transaction-log-decoder: __transaction_state records decoded (implies PrintData)
 	SkipMetadata   bool // --skip-record-metadata
 	JSON           bool // --json: one JSON object per batch or entry
+	VerifyIndex    bool // --verify-index-only: check index entries without printing them
 	MaxMessageSize int  // --max-message-size, bytes
 }
 
@@ -68,6 +69,7 @@ func DumpLog(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.TxnLogDecoder, "transaction-log-decoder", false, "decode the records as __transaction_state records")
 	fs.BoolVar(&o.SkipMetadata, "skip-record-metadata", false, "do not print each record's metadata")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object per batch or index entry")
+	fs.BoolVar(&o.VerifyIndex, "verify-index-only", false, "check .index and .timeindex entries against the log without printing them")
 	fs.IntVar(&o.MaxMessageSize, "max-message-size", defaultMaxMessageSize, "`bytes` past an index entry's position to look for its batch")
 	files := fs.String("files", "", "comma-separated `FILES` (kafka-dump-log's flag), in addition to the arguments")
 	fs.Usage = func() {
@@ -520,9 +522,11 @@ func (d *dumper) offsetIndex(path string) {
 		if lastOffset != e.Offset {
 			d.indexMismatches.add(abs, e.Offset, lastOffset)
 		}
-		if d.opts.JSON {
+		switch {
+		case d.opts.VerifyIndex:
+		case d.opts.JSON:
 			d.json(obj{}.add("file", path).add("offset", e.Offset).add("position", e.Position))
-		} else {
+		default:
 			fmt.Fprintf(d.out, "offset: %d position: %d\n", e.Offset, e.Position)
 		}
 	}
@@ -570,9 +574,11 @@ func (d *dumper) timeIndex(path string) {
 				d.timeOutOfOrder = append(d.timeOutOfOrder, timeProblem{abs, e.Timestamp, prev})
 			}
 		}
-		if d.opts.JSON {
+		switch {
+		case d.opts.VerifyIndex:
+		case d.opts.JSON:
 			d.json(obj{}.add("file", path).add("timestamp", e.Timestamp).add("offset", e.Offset))
-		} else {
+		default:
 			fmt.Fprintf(d.out, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
 		}
 		prev = e.Timestamp

@@ -164,9 +164,15 @@ func TestDumpLogIndexMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	abs, _ := filepath.Abs(idx)
-	_, errs, _ := dump(t, idx)
-	if want := "Mismatches in :" + abs + "\n  Index offset: 8, log offset: 5\n"; errs != want {
-		t.Errorf("stderr %q, want %q", errs, want)
+	want := "Mismatches in :" + abs + "\n  Index offset: 8, log offset: 5\n"
+	out, errs, _ := dump(t, idx)
+	if errs != want || !strings.Contains(out, "offset: 8 position: ") {
+		t.Errorf("stderr %q, want %q; stdout\n%s", errs, want, out)
+	}
+	// --verify-index-only: the same check, no entries printed.
+	out, errs, _ = dump(t, "--verify-index-only", idx)
+	if errs != want || out != "Dumping "+idx+"\n" {
+		t.Errorf("--verify-index-only: stderr %q, stdout %q", errs, out)
 	}
 }
 

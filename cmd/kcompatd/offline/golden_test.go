@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,4 +92,32 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return "(no line differs)"
+}
+
+// TestKafkaInternalTopicsJSON: with --json the decoded records of
+// Kafka's internal topics are JSON objects inside the batch objects.
+func TestKafkaInternalTopicsJSON(t *testing.T) {
+	for _, tc := range []struct{ flag, file, want string }{
+		{"--offsets-decoder", "__consumer_offsets-0/00000000000000000000.log", `"key":{"type":"1","data":{"group":"golden-group","topic":"codecs","partition":0}}`},
+		{"--transaction-log-decoder", "__transaction_state-0/00000000000000000000.log", `"key":{"type":"0","data":{"transactionalId":"golden-txn"}},"payload":{"version":"1","data":{"producerId":5,`},
+	} {
+		var out, errw bytes.Buffer
+		if st := DumpLog([]string{"--json", tc.flag, filepath.Join("testdata", "kafka", tc.file)}, &out, &errw); st != ExitOK || errw.Len() > 0 {
+			t.Fatalf("%s: status %d, stderr %q", tc.file, st, errw.String())
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var b struct {
+				Records []struct {
+					Key     map[string]any `json:"key"`
+					Payload map[string]any `json:"payload"`
+				} `json:"records"`
+			}
+			if err := json.Unmarshal([]byte(l), &b); err != nil || len(b.Records) != 1 || b.Records[0].Key["data"] == nil || b.Records[0].Payload["data"] == nil {
+				t.Errorf("%s: line %s: %+v, %v", tc.file, l, b, err)
+			}
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: output lacks %s:\n%s", tc.file, tc.want, out.String())
+		}
+	}
 }
