@@ -53,6 +53,7 @@ type DumpOptions struct {
 	SkipMetadata   bool // --skip-record-metadata
 	JSON           bool // --json: one JSON object per batch or entry
 	VerifyIndex    bool // --verify-index-only: check index entries without printing them
+	IndexSanity    bool // --index-sanity-check: only the check the broker makes when it loads an index
 	MaxMessageSize int  // --max-message-size, bytes
 }
 
@@ -70,6 +71,7 @@ func DumpLog(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.SkipMetadata, "skip-record-metadata", false, "do not print each record's metadata")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object per batch or index entry")
 	fs.BoolVar(&o.VerifyIndex, "verify-index-only", false, "check .index and .timeindex entries against the log without printing them")
+	fs.BoolVar(&o.IndexSanity, "index-sanity-check", false, "only check that .index and .timeindex files pass the sanity check made when they are loaded")
 	fs.IntVar(&o.MaxMessageSize, "max-message-size", defaultMaxMessageSize, "`bytes` past an index entry's position to look for its batch")
 	files := fs.String("files", "", "comma-separated `FILES` (kafka-dump-log's flag), in addition to the arguments")
 	fs.Usage = func() {
@@ -509,6 +511,18 @@ func (d *dumper) offsetIndex(path string) {
 		return
 	}
 	abs, _ := filepath.Abs(path)
+	if d.opts.IndexSanity {
+		// Kafka's OffsetIndex.sanityCheck, in its words.
+		switch last := entries[len(entries)-1].Offset; {
+		case last < base:
+			d.fail("Corrupt index found, index file %s has non-zero size but the last offset is %d which is less than the base offset %d", abs, last, base)
+		case len(b)%offsetIndexEntry != 0:
+			d.fail("Index file %s is corrupt, found %d bytes which is neither positive nor a multiple of %d", abs, len(b), offsetIndexEntry)
+		default:
+			d.sane(path)
+		}
+		return
+	}
 	for i, e := range entries {
 		// Kafka preallocates indexes: after a crash the rest is zeros.
 		if e.Offset == base && i > 0 {
@@ -548,6 +562,21 @@ func (d *dumper) timeIndex(path string) {
 	}
 	entries, _ := partition.TimeIndexEntries(b, base)
 	abs, _ := filepath.Abs(path)
+	if d.opts.IndexSanity {
+		// Kafka's TimeIndex.sanityCheck, in its words.
+		n := len(entries)
+		switch {
+		case n > 0 && entries[n-1].Timestamp < entries[0].Timestamp:
+			d.fail("Corrupt time index found, time index file (%s) has non-zero size but the last timestamp is %d which is less than the first timestamp %d", abs, entries[n-1].Timestamp, entries[0].Timestamp)
+		case n > 0 && entries[n-1].Offset < base:
+			d.fail("Corrupt time index found, time index file (%s) has non-zero size but the last offset is %d which is less than the first offset %d", abs, entries[n-1].Offset, base)
+		case len(b)%timeIndexEntry != 0:
+			d.fail("Time index file %s is corrupt, found %d bytes which is neither positive nor a multiple of %d", abs, len(b), timeIndexEntry)
+		default:
+			d.sane(path)
+		}
+		return
+	}
 	prev := int64(-1)
 	for i, e := range entries {
 		if e.Offset == base && i > 0 {
@@ -582,6 +611,20 @@ func (d *dumper) timeIndex(path string) {
 			fmt.Fprintf(d.out, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
 		}
 		prev = e.Timestamp
+	}
+}
+
+// Index entry sizes (partition/index.go has the format).
+const (
+	offsetIndexEntry = 8
+	timeIndexEntry   = 12
+)
+
+func (d *dumper) sane(path string) {
+	if d.opts.JSON {
+		d.json(obj{}.add("file", path).add("sanityCheck", "passed"))
+	} else {
+		fmt.Fprintf(d.out, "%s passed sanity check.\n", path)
 	}
 }
 

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -306,5 +307,81 @@ func TestDumpLogUsage(t *testing.T) {
 	b, _, _ := dump(t, "--print-data-log", "--files", f)
 	if a != b || !strings.Contains(a, "payload: txn-true-0") {
 		t.Errorf("flags after files:\n%s\n--files:\n%s", a, b)
+	}
+}
+
+// TestDumpLogIndexSanityCheck: --index-sanity-check says what Kafka's
+// says (the messages of OffsetIndex and TimeIndex.sanityCheck, checked
+// against Kafka 4.3.1's tool on the same files).
+func TestDumpLogIndexSanityCheck(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(filepath.Join(fixture(t), "codecs-0", "00000000000000000000.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// be writes big-endian fields: int32 as 4 bytes, int64 as 8.
+	be := func(fields ...any) []byte {
+		var b []byte
+		for _, f := range fields {
+			switch f := f.(type) {
+			case int32:
+				b = binary.BigEndian.AppendUint32(b, uint32(f))
+			case int64:
+				b = binary.BigEndian.AppendUint64(b, uint64(f))
+			}
+		}
+		return b
+	}
+	ix := func(es ...[2]int32) []byte {
+		var fields []any
+		for _, e := range es {
+			fields = append(fields, e[0], e[1])
+		}
+		return be(fields...)
+	}
+	tix := func(es ...[2]int64) []byte {
+		var fields []any
+		for _, e := range es {
+			fields = append(fields, e[0], int32(e[1]))
+		}
+		return be(fields...)
+	}
+	abs := func(name string) string { p, _ := filepath.Abs(filepath.Join(dir, name)); return p }
+	for _, tc := range []struct {
+		name, file string
+		data       []byte
+		stdout     string
+		stderr     string
+	}{
+		{"good index", "00000000000000000000.index", ix([2]int32{5, 167}, [2]int32{8, 359}), "00000000000000000000.index passed sanity check.\n", ""},
+		{"empty index", "00000000000000000000.index", nil, "00000000000000000000.index is empty.\n", ""},
+		{"index below base", "00000000000000000000.index", ix([2]int32{5, 167}, [2]int32{-3, 359}), "",
+			"Corrupt index found, index file " + abs("00000000000000000000.index") + " has non-zero size but the last offset is -3 which is less than the base offset 0\n"},
+		{"odd index size", "00000000000000000000.index", append(ix([2]int32{5, 167}), 'x'), "",
+			"Index file " + abs("00000000000000000000.index") + " is corrupt, found 9 bytes which is neither positive nor a multiple of 8\n"},
+		{"good time index", "00000000000000000000.timeindex", tix([2]int64{100, 5}, [2]int64{200, 8}), "00000000000000000000.timeindex passed sanity check.\n", ""},
+		{"time going back", "00000000000000000000.timeindex", tix([2]int64{200, 5}, [2]int64{100, 8}), "",
+			"Corrupt time index found, time index file (" + abs("00000000000000000000.timeindex") + ") has non-zero size but the last timestamp is 100 which is less than the first timestamp 200\n"},
+		{"time index below base", "00000000000000000000.timeindex", tix([2]int64{100, 5}, [2]int64{200, -8}), "",
+			"Corrupt time index found, time index file (" + abs("00000000000000000000.timeindex") + ") has non-zero size but the last offset is -8 which is less than the first offset 0\n"},
+		{"odd time index size", "00000000000000000000.timeindex", append(tix([2]int64{100, 5}), 1, 2), "",
+			"Time index file " + abs("00000000000000000000.timeindex") + " is corrupt, found 14 bytes which is neither positive nor a multiple of 12\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errs, _ := dump(t, "--index-sanity-check", p)
+			if want := "Dumping " + p + "\n" + strings.ReplaceAll(tc.stdout, "00000000000000000000.", filepath.Join(dir, "00000000000000000000.")); out != want || errs != tc.stderr {
+				t.Errorf("stdout %q, want %q\nstderr %q, want %q", out, want, errs, tc.stderr)
+			}
+			if b, _ := os.ReadFile(p); !bytes.Equal(b, tc.data) {
+				t.Errorf("the file changed (Kafka's tool trims an index of an odd size; ours reads only)")
+			}
+		})
 	}
 }

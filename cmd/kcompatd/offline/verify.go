@@ -336,7 +336,7 @@ func badTail(b []byte, valid, n, entrySize int) bool {
 }
 
 func (v *verifier) offsetIndex(path string, seg *segmentInfo) {
-	const entrySize = 8
+	const entrySize = offsetIndexEntry
 	b, ok := v.readIndex(path, entrySize)
 	if !ok {
 		return
@@ -364,7 +364,7 @@ func (v *verifier) offsetIndex(path string, seg *segmentInfo) {
 }
 
 func (v *verifier) timeIndex(path string, seg *segmentInfo) {
-	const entrySize = 12
+	const entrySize = timeIndexEntry
 	b, ok := v.readIndex(path, entrySize)
 	if !ok {
 		return
