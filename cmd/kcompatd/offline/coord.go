@@ -23,6 +23,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// groupRecordTypes are the __consumer_offsets record types of Kafka 4.3
+// that kcompatd does not decode (KIP-848 consumer groups, share groups,
+// streams groups), by key version; any other version is unknown to Kafka
+// too.
+var groupRecordTypes = map[int16]string{
+	3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
+	6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember",
+	8: "ConsumerGroupCurrentMemberAssignment", 10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
+	12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
+	14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
+	16: "ConsumerGroupRegularExpression", 17: "StreamsGroupMetadata", 19: "StreamsGroupMemberMetadata",
+	20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+	22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
+}
+
 // recordParser turns a record's key and value into the text after
 // "key: " and "payload: "; a nil result is not printed.
 type recordParser func(offset int64, key, value []byte) (k, v *string)
@@ -41,8 +56,12 @@ func plainParser(_ int64, key, value []byte) (k, v *string) {
 }
 
 // errMissingKey is what Kafka's coordinator decoders throw for a record
-// without a key; like Kafka, dump-log stops at it.
-type errMissingKey struct{ offset int64 }
+// without a key; like Kafka, dump-log stops at it, after printing the
+// record's metadata (partial, text mode).
+type errMissingKey struct {
+	offset  int64
+	partial string
+}
 
 func (e errMissingKey) Error() string {
 	return fmt.Sprintf("Failed to decode message at offset %d using the specified decoder (message had a missing key)", e.offset)
@@ -58,10 +77,10 @@ func offsetsParser(offset int64, key, value []byte) (k, v *string) {
 		err error
 	)
 	switch ver := int16(binary.BigEndian.Uint16(key)); ver {
-	case 0, 1:
+	case 0, 1: // LegacyOffsetCommitKey and OffsetCommitKey: the same fields
 		var m kmsg.OffsetCommitKey
 		if err = m.ReadFrom(key); err == nil {
-			typ = 1
+			typ = ver
 			kj = obj{}.add("group", m.Group).add("topic", m.Topic).add("partition", m.Partition)
 		}
 	case 2:
@@ -71,10 +90,10 @@ func offsetsParser(offset int64, key, value []byte) (k, v *string) {
 			kj = obj{}.add("group", m.Group)
 		}
 	default:
-		if ver < 0 {
-			return strp(fmt.Sprintf("Unknown record type %d at offset %d, skipping.", ver, offset)), nil
+		if name, ok := groupRecordTypes[ver]; ok {
+			return strp(fmt.Sprintf("Error at offset %d, skipping. kcompatd does not decode %s records (type %d)", offset, name, ver)), nil
 		}
-		return strp(fmt.Sprintf("Error at offset %d, skipping. kcompatd does not decode record type %d", offset, ver)), nil
+		return strp(fmt.Sprintf("Unknown record type %d at offset %d, skipping.", ver, offset)), nil
 	}
 	if err != nil {
 		return strp(fmt.Sprintf("Error at offset %d, skipping. %v", offset, err)), nil

@@ -284,13 +284,16 @@ func (d *dumper) segment(path string, base int64, seg *segReader) {
 				recs = append(recs, rec)
 				return nil
 			})
-			if err != nil {
-				var mk errMissingKey
-				if errors.As(err, &mk) {
-					d.batch(h, seg.pos, nil)
-					d.fail("%v", err)
-					return
+			if mk := (errMissingKey{}); errors.As(err, &mk) {
+				// Kafka's coordinator decoders stop the dump here.
+				if mk.partial != "" {
+					recs = append(recs, mk.partial)
 				}
+				d.batch(h, seg.pos, recs)
+				d.fail("%v", err)
+				return
+			}
+			if err != nil {
 				d.batch(h, seg.pos, nil)
 				d.fail("%s: cannot read the records of the batch at position %d: %v", path, seg.pos, err)
 				seg.advance(len(b))
@@ -427,10 +430,8 @@ func (d *dumper) record(h recordbatch.Header, r recordbatch.Record, parser recor
 		}
 	}
 	var key, value *string
-	if d.printData() && !h.Control() {
-		if parser != nil && (d.opts.OffsetsDecoder || d.opts.TxnLogDecoder) && r.Key == nil {
-			return nil, errMissingKey{off}
-		}
+	missingKey := d.printData() && !h.Control() && (d.opts.OffsetsDecoder || d.opts.TxnLogDecoder) && r.Key == nil
+	if d.printData() && !h.Control() && !missingKey {
 		key, value = parser(off, r.Key, r.Value)
 	}
 	if d.opts.JSON {
@@ -438,6 +439,9 @@ func (d *dumper) record(h recordbatch.Header, r recordbatch.Record, parser recor
 			add("keySize", sizeOf(r.Key)).add("valueSize", sizeOf(r.Value)).add("sequence", seq).
 			add("headerKeys", headerKeys)
 		o = append(o, controlJSON...)
+		if missingKey {
+			return nil, errMissingKey{offset: off}
+		}
 		decoded := d.opts.OffsetsDecoder || d.opts.TxnLogDecoder
 		for _, kv := range []struct {
 			name string
@@ -460,6 +464,9 @@ func (d *dumper) record(h recordbatch.Header, r recordbatch.Record, parser recor
 		fmt.Fprintf(&sb, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s]%s",
 			off, tsType, ts, sizeOf(r.Key), sizeOf(r.Value), seq, strings.Join(headerKeys, ","), control)
 		prefix = " "
+	}
+	if missingKey {
+		return nil, errMissingKey{off, sb.String()}
 	}
 	if key != nil {
 		sb.WriteString(prefix + "key: " + *key)
