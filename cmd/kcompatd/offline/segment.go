@@ -130,18 +130,27 @@ func (s *segReader) batchContaining(pos, offset int64) (recordbatch.Header, int6
 			pos += int64(len(b))
 			continue
 		}
-		maxTs := int64(-1)
-		err = recordbatch.ForEachRecord(b, s.maxDecompressed, func(r recordbatch.Record) error {
-			ts := h.BaseTimestamp() + r.TimestampDelta
-			if h.LogAppendTime() {
-				ts = h.MaxTimestamp()
-			}
-			maxTs = max(maxTs, ts)
-			return nil
-		})
+		maxTs, err := maxRecordTimestamp(b, nil, s.maxDecompressed)
 		if err != nil {
 			return nil, 0, fmt.Errorf("batch at position %d: %w", pos, err)
 		}
 		return append(recordbatch.Header(nil), h[:recordbatch.HeaderSize]...), maxTs, nil
 	}
+}
+
+// maxRecordTimestamp checks the records of a whole batch and returns the
+// largest of their timestamps (-1 if none), as Kafka's tool computes it
+// to check a time index entry; scratch as in ForEachRecordScratch.
+func maxRecordTimestamp(b []byte, scratch *[]byte, maxDecompressed int) (int64, error) {
+	h := recordbatch.Header(b)
+	maxTs := int64(-1)
+	err := recordbatch.ForEachRecordScratch(b, scratch, maxDecompressed, func(r recordbatch.Record) error {
+		ts := h.BaseTimestamp() + r.TimestampDelta
+		if h.LogAppendTime() {
+			ts = h.MaxTimestamp()
+		}
+		maxTs = max(maxTs, ts)
+		return nil
+	})
+	return maxTs, err
 }

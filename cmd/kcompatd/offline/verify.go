@@ -11,10 +11,13 @@ package offline
 //     bytes after the last whole batch (a torn write);
 //   - in each .index and .timeindex: entries out of order (other than
 //     Kafka's zero-filled preallocated tail), entries past the end of
-//     the log or outside their segment, and offset index entries that do
-//     not point at the start of the batch ending at their offset;
-//   - .txnindex and producer .snapshot files that do not decode, and
-//     aborted transactions outside their segment;
+//     the log or outside their segment, offset index entries that do
+//     not point at the start of the batch ending at their offset, and
+//     time index entries that do not name the last offset and largest
+//     timestamp of a batch (Kafka's tool's checks);
+//   - .txnindex and producer .snapshot files that do not decode,
+//     aborted transactions outside their segment, and snapshots past the
+//     log end offset;
 //   - leader-epoch-checkpoint and the data dir's checkpoints
 //     (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
 //     cleaner-offset-checkpoint, replication-offset-checkpoint) that do
@@ -143,9 +146,25 @@ func isPartitionDir(dir string, entries []os.DirEntry) bool {
 type segmentInfo struct {
 	base       int64
 	size       int64
-	lastOffset int64           // -1 if no batch
-	batches    map[int64]int64 // position -> last offset of the batch there
-	readable   int64           // bytes read as whole batches: the log's end for its indexes
+	lastOffset int64 // -1 if no batch
+	readable   int64 // bytes read as whole batches: the log's end for its indexes
+	// The batches read, in file order: position, last offset and the
+	// largest record timestamp (-1 if the records did not decode).
+	pos, last, maxTs []int64
+}
+
+// batchAt is the index of the batch starting at position pos.
+func (s *segmentInfo) batchAt(pos int64) (int, bool) {
+	i := sort.Search(len(s.pos), func(i int) bool { return s.pos[i] >= pos })
+	return i, i < len(s.pos) && s.pos[i] == pos
+}
+
+// batchEnding is the index of the first batch whose last offset is at
+// least offset (len if none), as Kafka's tool looks up a time index
+// entry's batch. Last offsets increase in a sound segment; in one that
+// is not (reported already), the answer is some batch, or len.
+func (s *segmentInfo) batchEnding(offset int64) int {
+	return sort.Search(len(s.last), func(i int) bool { return s.last[i] >= offset })
 }
 
 // pastEnd collects the index entries past the end of the readable log,
@@ -215,12 +234,17 @@ func (v *verifier) partition(dir string, entries []os.DirEntry) (leo int64, ok b
 		}
 	}
 	for _, e := range entries {
-		if _, suffix, ok := partition.ParseSegmentFileName(e.Name()); ok && suffix == partition.SnapshotSuffix {
+		if off, suffix, ok := partition.ParseSegmentFileName(e.Name()); ok && suffix == partition.SnapshotSuffix {
 			p := filepath.Join(dir, e.Name())
 			if b, err := readSmall(p); err != nil {
 				v.problem(p, "%v", err)
 			} else if _, err := partition.ProducerSnapshot(b); err != nil {
 				v.problem(p, "%v", err)
+			}
+			// A snapshot holds the state below its offset: one past the
+			// log end means the log lost batches it had seen.
+			if len(bases) > 0 && off > leo {
+				v.problem(p, "producer snapshot at offset %d is past the log end offset %d", off, leo)
 			}
 		}
 	}
@@ -266,7 +290,7 @@ func (v *verifier) scan(path string, base, prevLast int64, s *segReader) *segmen
 	if base <= prevLast {
 		v.problem(path, "segment base offset %d is not above the previous segment's last offset %d", base, prevLast)
 	}
-	info := &segmentInfo{base: base, size: s.size, lastOffset: -1, batches: map[int64]int64{}}
+	info := &segmentInfo{base: base, size: s.size, lastOffset: -1}
 	var scratch []byte
 	last := max(prevLast, base-1)
 	for {
@@ -280,9 +304,10 @@ func (v *verifier) scan(path string, base, prevLast int64, s *segReader) *segmen
 			return info
 		}
 		h := recordbatch.Header(b)
+		maxTs := int64(-1)
 		if err := h.CheckCRC(); err != nil {
 			v.problem(path, "batch at position %d (offsets %d-%d): %v", s.pos, h.BaseOffset(), h.LastOffset(), err)
-		} else if err := recordbatch.ForEachRecordScratch(b, &scratch, s.maxDecompressed, func(recordbatch.Record) error { return nil }); err != nil {
+		} else if maxTs, err = maxRecordTimestamp(b, &scratch, s.maxDecompressed); err != nil {
 			v.problem(path, "batch at position %d (offsets %d-%d): %v", s.pos, h.BaseOffset(), h.LastOffset(), err)
 		}
 		switch {
@@ -294,7 +319,9 @@ func (v *verifier) scan(path string, base, prevLast int64, s *segReader) *segmen
 			v.problem(path, "batch at position %d: base offset %d does not follow the previous last offset %d", s.pos, h.BaseOffset(), last)
 		}
 		last = max(last, h.LastOffset())
-		info.batches[s.pos] = h.LastOffset()
+		info.pos = append(info.pos, s.pos)
+		info.last = append(info.last, h.LastOffset())
+		info.maxTs = append(info.maxTs, maxTs)
 		info.lastOffset = max(info.lastOffset, h.LastOffset())
 		s.advance(len(b))
 	}
@@ -353,11 +380,11 @@ func (v *verifier) offsetIndex(path string, seg *segmentInfo) {
 		case e.Position >= seg.readable || e.Offset > seg.lastOffset:
 			past.add("entry %d (offset %d, position %d)", i, e.Offset, e.Position)
 		default:
-			last, ok := seg.batches[e.Position]
+			j, ok := seg.batchAt(e.Position)
 			if !ok {
 				v.problem(path, "entry %d (offset %d): position %d is not the start of a batch", i, e.Offset, e.Position)
-			} else if last != e.Offset {
-				v.problem(path, "entry %d (offset %d, position %d): the batch there ends at offset %d", i, e.Offset, e.Position, last)
+			} else if seg.last[j] != e.Offset {
+				v.problem(path, "entry %d (offset %d, position %d): the batch there ends at offset %d", i, e.Offset, e.Position, seg.last[j])
 			}
 		}
 	}
@@ -382,6 +409,18 @@ func (v *verifier) timeIndex(path string, seg *segmentInfo) {
 			past.add("entry %d (timestamp %d, offset %d)", i, e.Timestamp, e.Offset)
 		case e.Offset < seg.base:
 			v.problem(path, "entry %d (timestamp %d, offset %d) is below the segment's base offset %d", i, e.Timestamp, e.Offset, seg.base)
+		default:
+			// The checks of Kafka's tool: the entry names the last offset
+			// of a batch whose largest timestamp it holds.
+			j := seg.batchEnding(e.Offset)
+			switch {
+			case j == len(seg.last):
+				v.problem(path, "entry %d (timestamp %d, offset %d): no batch ends at or after offset %d", i, e.Timestamp, e.Offset, e.Offset)
+			case seg.last[j] != e.Offset:
+				v.problem(path, "entry %d (timestamp %d, offset %d): no batch ends at offset %d (the next ends at %d)", i, e.Timestamp, e.Offset, e.Offset, seg.last[j])
+			case seg.maxTs[j] >= 0 && seg.maxTs[j] != e.Timestamp:
+				v.problem(path, "entry %d (timestamp %d, offset %d): the batch's largest timestamp is %d", i, e.Timestamp, e.Offset, seg.maxTs[j])
+			}
 		}
 	}
 }

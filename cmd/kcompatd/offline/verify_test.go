@@ -64,6 +64,15 @@ func TestVerifyFindsCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstBatch := int(first[11]) + 12 // the first batch is small: its length fits a byte
+	codecsTimeIndex := filepath.Join("codecs-0", "00000000000000000000.timeindex")
+	snaps := segmentFiles(t, filepath.Join(clean, "txn-0"), ".snapshot")
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot in txn-0")
+	}
+	snapshot, err := os.ReadFile(snaps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		mutate mutate
@@ -75,6 +84,7 @@ func TestVerifyFindsCorruption(t *testing.T) {
 			[]string{"bytes after the last whole batch", // the rest of the last batch
 				codecsIndex + ": entry 3 (offset 14, position 649) is past the end of the log (649 bytes of whole batches, last offset 11)",
 				"00000000000000000000.timeindex: entry 3 (timestamp",
+				"00000000000000000015.snapshot: producer snapshot at offset 15 is past the log end offset 12",
 				"recovery-point-offset-checkpoint: codecs-0: offset 15 is past the log end offset 12"}},
 		{"flipped byte", rewrite(codecsLog, func(b []byte) []byte { b[firstBatch-5] ^= 0x10; return b }),
 			[]string{codecsLog + ": batch at position 0 (offsets 0-2): recordbatch: crc mismatch"}},
@@ -84,6 +94,7 @@ func TestVerifyFindsCorruption(t *testing.T) {
 			[]string{"at position " + strconv.Itoa(firstBatch) + ": Found record size 1 smaller than minimum record overhead",
 				codecsIndex + ": entry 0 (offset 5, position " + strconv.Itoa(firstBatch) + ") is past the end of the log (" + strconv.Itoa(firstBatch) + " bytes of whole batches, last offset 2), and 3 more entries after it",
 				"00000000000000000000.timeindex: entry 0 (timestamp",
+				"00000000000000000015.snapshot: producer snapshot at offset 15 is past the log end offset 3",
 				"recovery-point-offset-checkpoint: codecs-0: offset 15 is past the log end offset 3"}},
 		{"index entry past the log end", rewrite(codecsIndex, func(b []byte) []byte {
 			return append(b, 0, 0, 0, 20, 0, 0, 0x40, 0) // offset 20, position 16384
@@ -91,6 +102,7 @@ func TestVerifyFindsCorruption(t *testing.T) {
 		{"index entry past the log end after a truncation", rewrite(codecsLog, func(b []byte) []byte { return b[:firstBatch] }),
 			[]string{codecsIndex + ": entry 0 (offset 5, position " + strconv.Itoa(firstBatch) + ") is past the end of the log",
 				"00000000000000000000.timeindex: entry 0 (timestamp",
+				"00000000000000000015.snapshot: producer snapshot at offset 15 is past the log end offset 3",
 				"recovery-point-offset-checkpoint: codecs-0: offset 15 is past the log end offset 3"}},
 		{"index entry off a batch", rewrite(codecsIndex, func(b []byte) []byte { b[7]++; return b }),
 			[]string{codecsIndex + ": entry 0 (offset 5): position " + strconv.Itoa(firstBatch+1) + " is not the start of a batch"}},
@@ -113,6 +125,12 @@ func TestVerifyFindsCorruption(t *testing.T) {
 			[]string{"00000000000000000003.snapshot: partition: corrupt producer-state snapshot"}},
 		{"bad txnindex", rewrite(filepath.Join("txn-0", "00000000000000000000.txnindex"), func(b []byte) []byte { b[1] = 3; return b }),
 			[]string{"00000000000000000000.txnindex: partition: bad aborted-transaction index entry: version 3"}},
+		{"time index timestamp off", rewrite(codecsTimeIndex, func(b []byte) []byte { b[len(b)-12+7]++; return b }),
+			[]string{codecsTimeIndex + ": entry 3 (timestamp " + strconv.FormatInt(fixtureStart.UnixMilli()+7, 10) + ", offset 14): the batch's largest timestamp is " + strconv.FormatInt(fixtureStart.UnixMilli()+6, 10)}},
+		{"time index offset off a batch end", rewrite(codecsTimeIndex, func(b []byte) []byte { b[11]--; return b }),
+			[]string{codecsTimeIndex + ": entry 0 (timestamp " + strconv.FormatInt(fixtureStart.UnixMilli()+3, 10) + ", offset 4): no batch ends at offset 4 (the next ends at 5)"}},
+		{"snapshot past the log end", create(filepath.Join("txn-0", "00000000000000000009.snapshot"), snapshot),
+			[]string{"00000000000000000009.snapshot: producer snapshot at offset 9 is past the log end offset 6"}},
 		{"overlapping segments", create(filepath.Join("codecs-0", "00000000000000000010.log"), first[:firstBatch]),
 			[]string{"00000000000000000010.log: segment base offset 10 is not above the previous segment's last offset 14",
 				"00000000000000000010.log: batch at position 0: base offset 0 is below the segment's base offset 10"}},
