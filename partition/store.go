@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -830,23 +829,7 @@ func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
 
 // readFile reads a whole small file, refusing one larger than limit.
 func readFile(fsys vfs.FS, name string, limit int64) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("partition: %s is %d bytes, more than %d", name, st.Size(), limit)
-	}
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return vfs.ReadFileLimit(fsys, name, limit)
 }
 
 // AlterTopicConfig changes a topic's overrides: update gets a copy of the

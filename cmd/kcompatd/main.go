@@ -1,9 +1,12 @@
 // Command kcompatd runs a Kafka-compatible broker.
 //
 //	kcompatd [--config server.properties] [-c key=value]... [--check-config]
+//	kcompatd dump-log [--print-data-log] [--offsets-decoder] [--transaction-log-decoder] [--json] FILE...
+//	kcompatd verify DIR
 //
 // Settings use Kafka's property names and defaults; -c overrides win over
-// the file. See README.md for every supported property.
+// the file. See README.md for every supported property. The dump-log and
+// verify subcommands read a data dir offline (package offline).
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kcompatd/kcompatd"
+	"github.com/kcompatd/kcompatd/cmd/kcompatd/offline"
 )
 
 // Exit codes.
@@ -38,6 +42,14 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "dump-log":
+			return offline.DumpLog(args[1:], os.Stdout, os.Stderr)
+		case "verify":
+			return offline.Verify(args[1:], os.Stdout, os.Stderr)
+		}
+	}
 	flags := flag.NewFlagSet("kcompatd", flag.ContinueOnError)
 	configFile := flags.String("config", "", "read properties from `FILE` (Kafka's server.properties format)")
 	var overrides overrideFlag
@@ -47,10 +59,7 @@ func run(args []string) int {
 	logLevel := flags.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := flags.String("log-format", "auto", "log `format`: console, json, or auto (console on a terminal, else JSON)")
 	debugAddr := flags.String("debug-addr", "", "serve Go's runtime profiles (net/http/pprof) on `ADDR`, a loopback host:port; off by default")
-	flags.Usage = func() {
-		fmt.Fprintf(flags.Output(), "usage: kcompatd [server.properties] [--config FILE] [-c key=value]... [--check-config]\n")
-		flags.PrintDefaults()
-	}
+	flags.Usage = func() { usage(flags.Output(), flags) }
 	// kafka-server-start.sh takes the properties file as an argument,
 	// with --override flags before or after it.
 	var rest []string
@@ -144,6 +153,20 @@ func run(args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// usage prints the synopsis of the broker and of the offline
+// subcommands to out, then the broker's flags if flags is not nil.
+func usage(out io.Writer, flags *flag.FlagSet) {
+	fmt.Fprintf(out, "usage: kcompatd [server.properties] [--config FILE] [-c key=value]... [--check-config]\n"+
+		"       kcompatd dump-log [--print-data-log] [--offsets-decoder] [--transaction-log-decoder] [--json] FILE...\n"+
+		"       kcompatd verify DIR\n"+
+		"dump-log prints segment, index, snapshot and transaction index files as kafka-dump-log.sh does;\n"+
+		"verify checks a data dir or one partition dir offline (exit 0 clean, 1 problems found).\n"+
+		"Run a subcommand with --help for its flags. Broker flags:\n")
+	if flags != nil {
+		flags.PrintDefaults()
+	}
 }
 
 // overrideFlag collects repeated -c key=value flags in order.

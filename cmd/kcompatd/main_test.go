@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,10 +65,28 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"a.properties", "b.properties"}, exitUsage},
 		{[]string{"--log-level", "loud", "--check-config"}, exitUsage},
 		{[]string{"-c", "listeners=SSL://127.0.0.1:0", "-c", "log.dirs=" + dir}, exitUsage},
+		// The offline subcommands.
+		{[]string{"verify", dir}, exitOK},
+		{[]string{"verify"}, exitUsage},
+		{[]string{"verify", filepath.Join(dir, "missing")}, exitFailed},
+		{[]string{"dump-log"}, exitUsage},
+		{[]string{"dump-log", "--help"}, exitOK},
+		{[]string{"dump-log", filepath.Join(dir, "00000000000000000000.log")}, exitFailed},
 	}
 	for _, tt := range tests {
 		if got := run(tt.args); got != tt.want {
 			t.Errorf("run(%q) = %d, want %d", tt.args, got, tt.want)
+		}
+	}
+}
+
+// The broker's usage names the offline subcommands.
+func TestUsageMentionsSubcommands(t *testing.T) {
+	var buf bytes.Buffer
+	usage(&buf, nil)
+	for _, want := range []string{"kcompatd dump-log [--print-data-log]", "kcompatd verify DIR", "--check-config"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, buf.String())
 		}
 	}
 }

@@ -5,6 +5,7 @@
 package vfs
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -95,6 +96,28 @@ func (OS) Lock(name string) (io.Closer, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// ReadFileLimit reads a whole small file (opened read-only), refusing
+// one larger than limit before it allocates.
+func ReadFileLimit(fsys FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("vfs: %s is %d bytes, more than %d", name, st.Size(), limit)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // WriteFileAtomic writes data to name so that after a crash the file holds
