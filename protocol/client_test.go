@@ -247,7 +247,15 @@ func TestMetadataAutoCreatesInternalTopics(t *testing.T) {
 	if r := ask(false, coordinator.OffsetsTopic); r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || b.store.Topic(coordinator.OffsetsTopic) != nil {
 		t.Fatalf("created without auto-creation: %+v", r.Topics)
 	}
+	// As Kafka 4.3.1: the request that creates them is answered
+	// UNKNOWN_TOPIC_OR_PARTITION, the next one with the topics.
 	r := ask(true, coordinator.OffsetsTopic, coordinator.TxnTopic)
+	for _, rt := range r.Topics {
+		if rt.ErrorCode != kerr.UnknownTopicOrPartition.Code || !rt.IsInternal || len(rt.Partitions) != 0 {
+			t.Fatalf("%s: code %d internal %v partitions %d", *rt.Topic, rt.ErrorCode, rt.IsInternal, len(rt.Partitions))
+		}
+	}
+	r = ask(true, coordinator.OffsetsTopic, coordinator.TxnTopic)
 	for i, name := range []string{coordinator.OffsetsTopic, coordinator.TxnTopic} {
 		rt := r.Topics[i]
 		if rt.ErrorCode != 0 || !rt.IsInternal || len(rt.Partitions) != 50 {

@@ -11,13 +11,13 @@ package protocol
 //   - A missing topic is created when auto.create.topics.enable and the
 //     request allows it (AllowAutoTopicCreation, a v4 field; below v4 the
 //     schema default, true, applies, as Kafka reads it), with num.partitions
-//     partitions. Deliberate difference: Kafka in KRaft mode answers the
-//     first request UNKNOWN_TOPIC_OR_PARTITION while the controller creates
-//     the topic; ours is created synchronously, so the answer carries the
-//     topic at once (a client retrying on that retriable error sees no
-//     difference except one round trip fewer). Internal topic names are not
-//     auto-created here: the coordinators create them with their own
-//     settings.
+//     partitions; __consumer_offsets and __transaction_state are created
+//     by their coordinators, with their own settings. As Kafka 4.3.1 in
+//     KRaft mode (AutoTopicCreationManager, observed at v0-v13 for both
+//     kinds), the request that triggers the creation is answered
+//     UNKNOWN_TOPIC_OR_PARTITION with no partitions and a zero topic id,
+//     and clients retry; the next request finds the topic (ours is created
+//     before the answer, Kafka's a moment later).
 //   - Names Kafka cannot create get INVALID_TOPIC_EXCEPTION, missing topics
 //     otherwise UNKNOWN_TOPIC_OR_PARTITION.
 //   - v12+: topics may be named by id; unknown ids get UNKNOWN_TOPIC_ID with a
@@ -243,17 +243,17 @@ func (s *Server) metadataNamedTopic(name string, autoCreate bool) kmsg.MetadataR
 		if err != nil {
 			return missing(s.errorCode(err))
 		}
-		return s.metadataTopic(t)
+		s.log.Debug().Str("topic", t.Name).Msg("created internal topic for Metadata")
+		return missing(kerr.UnknownTopicOrPartition.Code)
 	}
-	t, err := s.store.CreateTopic(name, s.cfg.NumPartitions, nil, false)
-	if err != nil {
-		if t = s.store.Topic(name); t != nil { // created concurrently
+	if _, err := s.store.CreateTopic(name, s.cfg.NumPartitions, nil, false); err != nil {
+		if t := s.store.Topic(name); t != nil { // created concurrently
 			return s.metadataTopic(t)
 		}
 		return missing(s.errorCode(err))
 	}
 	s.log.Debug().Str("topic", name).Int32("partitions", s.cfg.NumPartitions).Msg("auto-created topic")
-	return s.metadataTopic(t)
+	return missing(kerr.UnknownTopicOrPartition.Code)
 }
 
 // metadataTopic describes an existing topic.

@@ -186,21 +186,28 @@ func checkMetadataVersion(t *testing.T, b *testBroker, w *wire, v int16, base *p
 		}
 	}
 
-	// Auto creation: always below v4; at v4+ only when allowed.
+	// Auto creation: always below v4; at v4+ only when allowed. As Kafka
+	// 4.3.1, the request that creates the topic is answered
+	// UNKNOWN_TOPIC_OR_PARTITION without partitions; the next finds it.
 	name := fmt.Sprintf("auto-v%d", v)
 	req.Topics = []kmsg.MetadataRequestTopic{{Topic: strp(name)}}
 	req.AllowAutoTopicCreation = false
 	r := w.roundTrip(req).(*kmsg.MetadataResponse)
-	wantCreated := v < 4
-	if created := r.Topics[0].ErrorCode == 0; created != wantCreated {
-		t.Errorf("auto-create with AllowAutoTopicCreation=false at v%d: error %d", v, r.Topics[0].ErrorCode)
+	if r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || len(r.Topics[0].Partitions) != 0 {
+		t.Errorf("v%d, AllowAutoTopicCreation=false: %+v", v, r.Topics[0])
+	}
+	if created := b.store.Topic(name) != nil; created != (v < 4) {
+		t.Errorf("v%d, AllowAutoTopicCreation=false: created %v", v, created)
 	}
 	if v >= 4 {
 		req.AllowAutoTopicCreation = true
 		r = w.roundTrip(req).(*kmsg.MetadataResponse)
-		if r.Topics[0].ErrorCode != 0 || len(r.Topics[0].Partitions) != 1 || b.store.Topic(name) == nil {
-			t.Errorf("auto-create failed: %+v", r.Topics[0])
+		if r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || len(r.Topics[0].Partitions) != 0 || b.store.Topic(name) == nil {
+			t.Errorf("auto-create: %+v", r.Topics[0])
 		}
+	}
+	if r = w.roundTrip(req).(*kmsg.MetadataResponse); r.Topics[0].ErrorCode != 0 || len(r.Topics[0].Partitions) != 1 {
+		t.Errorf("after auto-create: %+v", r.Topics[0])
 	}
 
 	// v8+: authorized operations when asked; the schema default otherwise.
