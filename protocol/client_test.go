@@ -302,3 +302,42 @@ func TestListOffsetsErrors(t *testing.T) {
 		t.Errorf("max timestamp of empty log: %+v", p)
 	}
 }
+
+// After DeleteTopics, Metadata answers as Apache Kafka 4.3.1 does in the
+// same sequence (observed on a 4.3.1 broker): by name
+// UNKNOWN_TOPIC_OR_PARTITION, by the old id UNKNOWN_TOPIC_ID with a null
+// name and the id; with auto-creation allowed, UNKNOWN_TOPIC_OR_PARTITION
+// and the topic comes back under a new id.
+func TestMetadataAfterDeleteTopics(t *testing.T) {
+	b := startBroker(t, nil)
+	old := b.createTopic(t, "gone", 1, nil)
+	if err := b.store.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	w := dialWire(t, b.addr)
+	ask := func(v int16, allow bool, topic kmsg.MetadataRequestTopic) kmsg.MetadataResponseTopic {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		req.AllowAutoTopicCreation = allow
+		req.Topics = []kmsg.MetadataRequestTopic{topic}
+		return w.roundTrip(req).(*kmsg.MetadataResponse).Topics[0]
+	}
+	byName := kmsg.MetadataRequestTopic{Topic: strp("gone")}
+	if r := ask(12, false, byName); r.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(r.Partitions) != 0 {
+		t.Fatalf("by name: %+v", r)
+	}
+	byID := kmsg.MetadataRequestTopic{TopicID: old.ID}
+	if r := ask(12, false, byID); r.ErrorCode != kerr.UnknownTopicID.Code || r.Topic != nil || r.TopicID != old.ID {
+		t.Fatalf("by id: %+v", r)
+	}
+	if r := ask(9, true, byName); r.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(r.Partitions) != 0 {
+		t.Fatalf("auto-create: %+v", r)
+	}
+	r := ask(12, false, byName)
+	if r.ErrorCode != 0 || len(r.Partitions) != 1 || r.TopicID == old.ID {
+		t.Fatalf("recreated: %+v", r)
+	}
+	if r := ask(12, false, byID); r.ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("old id after recreation: %+v", r)
+	}
+}
