@@ -211,6 +211,12 @@ type Config struct {
 	// the protocol an older Kafka spoke.
 	KafkaVersion string
 
+	// CreateTopics lists topics to create at start-up, before the broker
+	// serves, if they are missing (kcompatd.create.topics, kcompatd's own;
+	// default empty): name:partitions[:key=value;key=value...] entries,
+	// comma-separated. The --create-topic flag adds one entry.
+	CreateTopics string
+
 	// Clock is the time source (nil: the wall clock). Not a property.
 	Clock clock.Clock
 }
@@ -543,6 +549,13 @@ var properties = []property{
 		check:       checkKafkaVersion,
 		defaultNote: "empty: everything implemented",
 		note:        "caps the advertised and served API versions at a Kafka release, e.g. `3.5`, `2.8.1`, `0.11.0` (franz-go's `kversion` tables), to test a client against an older Kafka; an API the release lacks is neither advertised nor served (before 0.11 there is no Produce v3, so nothing can be produced)",
+	},
+	{
+		Def: configdef.Def{Name: "kcompatd.create.topics", Type: configdef.String, NullDefault: true,
+			Doc: "kcompatd's own: topics to create at start-up, before the broker serves, if they are missing: name:partitions[:key=value;key=value...] entries, comma-separated."},
+		field: func(c *Config) any { return &c.CreateTopics },
+		check: checkStartupTopics,
+		note:  "topics created at start-up, before the broker serves, where missing: `name:partitions[:key=value;...]`, comma-separated (`orders:3:cleanup.policy=compact;retention.ms=-1,events:1`); a comma inside a config value is kept (`cleanup.policy=compact,delete`), except before a piece that looks like `name:count`. An existing topic is left as it is; a different partition count is logged. The `--create-topic` flag adds one entry",
 	},
 }
 

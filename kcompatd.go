@@ -128,6 +128,15 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		closeListeners()
 		return nil, fmt.Errorf("kcompatd: opening log dir: %w", err)
 	}
+	startupTopics, err := parseStartupTopics(cfg.CreateTopics, logDefaults) // Validate checked it
+	if err == nil {
+		err = createStartupTopics(store, startupTopics, log)
+	}
+	if err != nil {
+		store.Close()
+		closeListeners()
+		return nil, err
+	}
 
 	groups, err := coordinator.New(coordinator.Config{
 		InitialRebalanceDelay:         time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,

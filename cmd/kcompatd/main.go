@@ -58,6 +58,8 @@ func run(args []string) int {
 	checkConfig := flags.Bool("check-config", false, "check the configuration, print the effective properties and exit")
 	logLevel := flags.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := flags.String("log-format", "auto", "log `format`: console, json, or auto (console on a terminal, else JSON)")
+	var createTopics listFlag
+	flags.Var(&createTopics, "create-topic", "create `name:partitions[:key=value;...]` at start-up if it is missing; repeatable (kcompatd.create.topics)")
 	debugAddr := flags.String("debug-addr", "", "serve Go's runtime profiles (net/http/pprof) on `ADDR`, a loopback host:port; off by default")
 	flags.Usage = func() { usage(flags.Output(), flags) }
 	// kafka-server-start.sh takes the properties file as an argument,
@@ -103,6 +105,10 @@ func run(args []string) int {
 			ev = log.Info() // expected in a stock server.properties
 		}
 		ev.Str("property", w.Property).Msg(w.Reason)
+	}
+	if err == nil && len(createTopics) > 0 {
+		cfg.CreateTopics = strings.Join(append([]string{cfg.CreateTopics}, createTopics...), ",")
+		err = cfg.Validate()
 	}
 	if err != nil {
 		for _, e := range unjoin(err) {
@@ -170,6 +176,16 @@ func usage(out io.Writer, flags *flag.FlagSet) {
 }
 
 // overrideFlag collects repeated -c key=value flags in order.
+// listFlag collects a repeatable flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
 type overrideFlag [][2]string
 
 func (o *overrideFlag) String() string { return "" }

@@ -65,6 +65,9 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"a.properties", "b.properties"}, exitUsage},
 		{[]string{"--log-level", "loud", "--check-config"}, exitUsage},
 		{[]string{"-c", "listeners=SSL://127.0.0.1:0", "-c", "log.dirs=" + dir}, exitUsage},
+		{[]string{"--check-config", "--create-topic", "orders:3:cleanup.policy=compact,delete", "--create-topic", "events:1"}, exitOK},
+		{[]string{"--check-config", "--create-topic", "orders:0"}, exitUsage},
+		{[]string{"--check-config", "--create-topic", "orders:1", "-c", "kcompatd.create.topics=orders:2"}, exitUsage}, // named twice
 		// The offline subcommands.
 		{[]string{"verify", dir}, exitOK},
 		{[]string{"verify"}, exitUsage},
