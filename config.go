@@ -15,6 +15,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/internal/configdef"
+	"github.com/kcompatd/kcompatd/internal/httpguard"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol"
 )
@@ -216,6 +217,11 @@ type Config struct {
 	// default empty): name:partitions[:key=value;key=value...] entries,
 	// comma-separated. The --create-topic flag adds one entry.
 	CreateTopics string
+
+	// AdminListener is the loopback host:port of the admin HTTP listener:
+	// /healthz, /readyz and the fault-injection rules at /faults
+	// (kcompatd.metrics.listener, kcompatd's own; default empty: off).
+	AdminListener string
 
 	// Clock is the time source (nil: the wall clock). Not a property.
 	Clock clock.Clock
@@ -557,6 +563,13 @@ var properties = []property{
 		check: checkStartupTopics,
 		note:  "topics created at start-up, before the broker serves, where missing: `name:partitions[:key=value;...]`, comma-separated (`orders:3:cleanup.policy=compact;retention.ms=-1,events:1`); a comma inside a config value is kept (`cleanup.policy=compact,delete`), except before a piece that looks like `name:count`. An existing topic is left as it is; a different partition count is logged. The `--create-topic` flag adds one entry",
 	},
+	{
+		Def: configdef.Def{Name: "kcompatd.metrics.listener", Type: configdef.String, NullDefault: true,
+			Doc: "kcompatd's own: the loopback host:port of the admin HTTP listener (/healthz, /readyz, /faults); empty: off."},
+		field: func(c *Config) any { return &c.AdminListener },
+		check: checkAdminListener,
+		note:  "loopback `host:port` of the admin HTTP listener: `GET /healthz`, `GET /readyz` (storage loaded, listeners serving, data dir online), and fault injection: `POST /faults` with a JSON rule, `GET /faults`, `DELETE /faults/ID`; only loopback Host headers are answered",
+	},
 }
 
 // propertyByName indexes properties by name and synonym.
@@ -867,6 +880,16 @@ func checkDedupeBufferSize(c *Config) string {
 func checkPositive(c *Config) string {
 	if !(c.LogCleanerIoMaxBytesPerSecond > 0) {
 		return "must be greater than 0"
+	}
+	return ""
+}
+
+func checkAdminListener(c *Config) string {
+	if c.AdminListener == "" {
+		return ""
+	}
+	if err := httpguard.CheckLoopbackAddr(c.AdminListener); err != nil {
+		return err.Error()
 	}
 	return ""
 }

@@ -51,6 +51,10 @@ type Broker struct {
 	dir    string // the data dir
 	// cleaner compacts and applies retention in the background.
 	cleaner *cleaner.Cleaner
+	// faults are the fault-injection rules (admin_http.go); admin is the
+	// admin HTTP listener, nil when off.
+	faults *protocol.Faults
+	admin  *adminServer
 
 	advertised string // host:port given to clients in Metadata
 
@@ -175,6 +179,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("kcompatd: loading transactions: %w", err)
 	}
 
+	faults := &protocol.Faults{}
 	var rack *string
 	if cfg.BrokerRack != "" {
 		rack = &cfg.BrokerRack
@@ -198,6 +203,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Txns:                     txns,
 		VerifyTxnPartition:       txns.VerifyProducePartition,
 		Connections:              &limits,
+		Faults:                   faults,
 	}, store)
 	if err != nil {
 		txns.Close()
@@ -230,6 +236,18 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		dir:        configdef.SplitList(cfg.LogDirs)[0],
 		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
 		serveDone:  make(chan struct{}),
+		faults:     faults,
+	}
+	if cfg.AdminListener != "" {
+		if err := b.startAdmin(cfg.AdminListener); err != nil {
+			logCleaner.Close()
+			server.Close()
+			txns.Close()
+			groups.Close()
+			store.Close()
+			closeListeners()
+			return nil, err
+		}
 	}
 	for _, ln := range lns {
 		b.serveWG.Add(1)
@@ -251,6 +269,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 			also = append(also, ln.Addr().String())
 		}
 		ev = ev.Strs("also_listening", also)
+	}
+	if b.admin != nil {
+		ev = ev.Str("admin", b.admin.ln.Addr().String())
 	}
 	ev.Str("addr", lns[0].Addr().String()).
 		Str("advertised", b.advertised).
@@ -385,6 +406,9 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		start := time.Now()
 		var errs []error
+		if b.admin != nil {
+			b.admin.srv.Close()
+		}
 		if err := b.server.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("kcompatd: closing server: %w", err))
 		}

@@ -486,7 +486,7 @@ func (c *conn) serve(frame []byte) error {
 		Body:          req,
 		log:           &c.log,
 	}
-	resp, err := c.call(a, r)
+	resp, err := c.callWithFaults(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool
 	if err != nil {
 		return err
@@ -510,6 +510,43 @@ func (c *conn) serve(frame []byte) error {
 	r.releaseBufs()
 	releaseFrame(h.key, frame)
 	return err
+}
+
+// errFaultDrop closes a connection a fault rule drops.
+var errFaultDrop = errors.New("protocol: connection dropped by a fault rule")
+
+// callWithFaults applies the fault rule that matches r, if any (faults.go),
+// then runs the handler unless the rule answers for it.
+func (c *conn) callWithFaults(a api, r *Request) (kmsg.Response, error) {
+	rule := c.s.cfg.Faults.match(a.key, r.ClientID, r.Body, c.s.topicNameByID)
+	if rule == nil {
+		return c.call(a, r)
+	}
+	c.log.Info().Int16("api_key", a.key).Str("action", string(rule.Action)).Msg("fault rule applied")
+	switch rule.Action {
+	case FaultDrop:
+		return nil, errFaultDrop
+	case FaultError:
+		if pr, ok := r.Body.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+			// Kafka answers a failed acks=0 produce by closing the
+			// connection, the only signal such a producer gets.
+			return nil, errFaultDrop
+		}
+		return errorResponse(r.Body, r.Version, rule.ErrorCode), nil
+	case FaultDelay:
+		clk := c.s.cfg.Faults.Clock
+		if clk == nil {
+			clk = c.s.clock
+		}
+		t := clk.NewTimer(rule.Delay)
+		select {
+		case <-t.C():
+		case <-r.Ctx.Done():
+			t.Stop()
+			return nil, r.Ctx.Err()
+		}
+	}
+	return c.call(a, r)
 }
 
 // call runs the handler, turning a panic into an error that closes only

@@ -143,6 +143,9 @@ type Config struct {
 	// InetAddress.getByName); tests stub it so that they never ask a
 	// resolver. Nil: net.DefaultResolver.LookupHost.
 	QuotaLookupHost func(ctx context.Context, host string) ([]string, error)
+	// Faults are fault-injection rules (faults.go), owned by the caller,
+	// who may change them while the server runs; nil: none.
+	Faults *Faults
 }
 
 // Defaults for Config's zero fields.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/kcompatd/kcompatd/internal/httpguard"
 )
 
 // debugStartedMessage is logged, with the field "addr", once the debug
@@ -18,15 +20,12 @@ const debugStartedMessage = "debug listener started"
 // startDebug serves Go's runtime profiles (net/http/pprof: goroutines, heap,
 // CPU) on addr, for the load test's leak checks and for a developer chasing
 // a slow or growing broker. It is off unless --debug-addr is given, and only
-// a loopback address is accepted: the profiles show every goroutine's stack
-// and must not be reachable from another machine.
+// a loopback address is accepted, and only requests whose Host is one (no
+// DNS rebinding): the profiles show every goroutine's stack and must not be
+// reachable from another machine or a web page.
 func startDebug(addr string, log zerolog.Logger) (*http.Server, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if err := httpguard.CheckLoopbackAddr(addr); err != nil {
 		return nil, fmt.Errorf("--debug-addr %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--debug-addr %q: must be a loopback address (127.0.0.1, ::1 or localhost)", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -38,7 +37,7 @@ func startDebug(addr string, log zerolog.Logger) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpguard.LoopbackHost(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Warn().Err(err).Msg("debug listener stopped")
