@@ -561,7 +561,7 @@ var properties = []property{
 			Doc: "kcompatd's own: topics to create at start-up, before the broker serves, if they are missing: name:partitions[:key=value;key=value...] entries, comma-separated."},
 		field: func(c *Config) any { return &c.CreateTopics },
 		check: checkStartupTopics,
-		note:  "topics created at start-up, before the broker serves, where missing: `name:partitions[:key=value;...]`, comma-separated (`orders:3:cleanup.policy=compact;retention.ms=-1,events:1`); a comma inside a config value is kept (`cleanup.policy=compact,delete`), except before a piece that looks like `name:count`. An existing topic is left as it is; a different partition count is logged. The `--create-topic` flag adds one entry",
+		note:  "topics created at start-up, before the broker serves, where missing: `name:partitions[:key=value;...]`, comma-separated (`orders:3:cleanup.policy=compact;retention.ms=-1,events:1`); a comma inside a config value is kept (`cleanup.policy=compact,delete`); the throttled replica lists, whose items look like `name:count`, cannot be given here. An existing topic is left as it is; a different partition count is logged. The `--create-topic` flag adds one entry",
 	},
 	{
 		Def: configdef.Def{Name: "kcompatd.metrics.listener", Type: configdef.String, NullDefault: true,
@@ -731,9 +731,6 @@ func (p *property) get(c *Config) string {
 		v.Int = *f
 	case *float64:
 		v.Float = *f
-	}
-	if p.Type == configdef.Double {
-		return strconv.FormatFloat(v.Float, 'g', -1, 64)
 	}
 	return p.Print(v)
 }

@@ -15,7 +15,9 @@ import (
 
 // Each property is defined once: its name appears as a string literal in
 // one production Go file, its catalog's. (meta.properties, a file format
-// of its own, has a key spelled like the property node.id.)
+// of its own, has a key spelled like the property node.id.) Names inside
+// longer text, log and error messages that mention a property, are not
+// definitions and are not counted.
 func TestPropertyNamesWrittenOnce(t *testing.T) {
 	names := map[string]bool{}
 	for _, p := range properties {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"net"
 	"os"
 	"reflect"
@@ -415,4 +417,52 @@ func (c Config) TopicDefaults() partition.LogConfig {
 		panic(err)
 	}
 	return d
+}
+
+// Doubles print as Kafka (Java) prints them, in --check-config and in
+// DescribeConfigs.
+func TestPropertiesPrintDoublesAsKafka(t *testing.T) {
+	c, _, err := ParseConfig(map[string]string{"log.cleaner.io.max.bytes.per.second": "1048576"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultConfig()
+	for _, tc := range []struct {
+		c    *Config
+		want string
+	}{{&c, "1048576.0"}, {&d, "1.7976931348623157E308"}} {
+		for _, kv := range tc.c.Properties() {
+			if kv[0] == "log.cleaner.io.max.bytes.per.second" && kv[1] != tc.want {
+				t.Errorf("%s=%s, want %s", kv[0], kv[1], tc.want)
+			}
+		}
+	}
+}
+
+// LogDefaults set by hand under a synonym's name are reported under the
+// name the setting goes by, as ParseConfig would leave them.
+func TestLogDefaultsSetInGo(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LogDirs = t.TempDir()
+	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
+	cfg.LogDefaults = map[string]string{"log.retention.hours": "2"}
+	b, err := New(cfg, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, adm := newAdmin(t, b)
+	rcs, err := adm.DescribeBrokerConfigs(testContext(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "log.retention.ms" && (c.MaybeValue() != "7200000" || c.Source != kmsg.ConfigSourceStaticBrokerConfig) {
+			t.Fatalf("log.retention.ms = %q from %v", c.MaybeValue(), c.Source)
+		}
+	}
 }

@@ -75,6 +75,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The broker defaults of topic configs by the names DescribeConfigs
+	// reports them under (log.retention.hours=2 is log.retention.ms),
+	// also when a Go caller set LogDefaults by hand.
+	cfg.LogDefaults, _ = partition.ParseBrokerLogConfigs(cfg.LogDefaults)
 	plan, cerr := cfg.resolveListeners()
 	if cerr != nil { // Validate already checked; kept for safety
 		return nil, cerr

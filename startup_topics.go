@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 )
 
@@ -30,6 +31,21 @@ type startupTopic struct {
 // (cleanup.policy=compact,delete).
 var topicSpecStart = regexp.MustCompile(`^[A-Za-z0-9._-]+:[0-9]+(:|$)`)
 
+// listValueOpen reports whether spec ends in a free-form LIST config (the
+// throttled replica lists, items partition:broker), whose value a
+// following piece of the form name:count might continue; a LIST of fixed
+// choices (cleanup.policy) cannot.
+func listValueOpen(spec string) bool {
+	parts := strings.SplitN(spec, ":", 3)
+	if len(parts) < 3 {
+		return false
+	}
+	kvs := strings.Split(parts[2], ";")
+	key, _, _ := strings.Cut(kvs[len(kvs)-1], "=")
+	def, ok := partition.TopicConfigDef(strings.TrimSpace(key))
+	return ok && def.Type == configdef.List && def.OneOf == nil
+}
+
 // parseStartupTopics parses name:partitions[:key=value;key=value...]
 // entries, comma-separated, validating each as CreateTopics would over
 // the broker defaults of topic configs in defaults.
@@ -40,6 +56,9 @@ func parseStartupTopics(s string, defaults partition.LogConfig) ([]startupTopic,
 		switch {
 		case piece == "":
 		case topicSpecStart.MatchString(piece) || len(specs) == 0:
+			if len(specs) > 0 && listValueOpen(specs[len(specs)-1]) {
+				return nil, fmt.Errorf("%q after %q: a new topic, or an item of a list value that looks like one? Give such a list (the throttled replica lists) with another tool", piece, specs[len(specs)-1])
+			}
 			specs = append(specs, piece)
 		default:
 			specs[len(specs)-1] += "," + piece
@@ -113,7 +132,14 @@ func createStartupTopics(store *partition.Store, specs []startupTopic, log zerol
 			continue
 		}
 		_, err := store.CreateTopic(t.name, t.partitions, t.configs, false)
-		if errors.Is(err, partition.ErrTopicExists) {
+		switch {
+		case errors.Is(err, partition.ErrTopicExists):
+			continue
+		case errors.Is(err, partition.ErrInvalidConfig):
+			// Valid over the static defaults (--check-config says so),
+			// refused over dynamic ones a client set since: a client
+			// must not be able to keep the broker from starting.
+			log.Error().Err(err).Str("topic", t.name).Msg("start-up topic not created: its configs conflict with the dynamic broker configs")
 			continue
 		}
 		if err != nil {

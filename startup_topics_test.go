@@ -29,6 +29,8 @@ func TestParseStartupTopics(t *testing.T) {
 		{"a:1:segment.bytes=1", nil, "Value must be at least 14"},
 		{"a:1:no.such=1", nil, "Unknown topic config name"},
 		{"a:1:retention.ms", nil, "not key=value"},
+		{"a:1:leader.replication.throttled.replicas=0:1,1:1", nil, "looks like one"},
+		{"a:1:cleanup.policy=compact,b:2", []startupTopic{{"a", 1, map[string]string{"cleanup.policy": "compact"}}, {"b", 2, map[string]string{}}}, ""},
 	} {
 		got, err := parseStartupTopics(tc.in, partition.DefaultLogConfig())
 		switch {

@@ -192,20 +192,35 @@ func (l *Log) goneErr() error {
 // once the batch is durable per the flush policy. The batch bytes are
 // written as given, in one write.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
-	return l.appendOrigin(batch, recordbatch.OriginClient, nil, nil)
+	return l.appendOrigin(batch, recordbatch.OriginClient, nil, nil, nil)
+}
+
+// ConfigSnapshot is the log's configuration in effect, shared and
+// immutable: a caller that validates a batch by it (Produce) hands the
+// same snapshot to AppendWithConfig, so that the checks and the append
+// see one configuration even if an alter lands between them.
+func (l *Log) ConfigSnapshot() *LogConfig { return l.cfg.Load() }
+
+// AppendWithConfig is Append (AppendVerified when guard is not nil) under
+// cfg, a snapshot the caller validated the batch by (ConfigSnapshot).
+func (l *Log) AppendWithConfig(cfg *LogConfig, batch []byte, guard *TxnVerificationGuard) (AppendResult, error) {
+	return l.appendOrigin(batch, recordbatch.OriginClient, nil, guard, cfg)
 }
 
 // appendOrigin is Append for a batch from origin; marker is the batch's
 // transaction marker when the caller built it (WriteTxnMarker); guard,
 // if not nil, is the verification a batch starting a transaction must
-// present (AppendVerified).
-func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard) (AppendResult, error) {
+// present (AppendVerified); cfg, if not nil, the configuration to append
+// under (else the log's current one).
+func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard, cfg *LogConfig) (AppendResult, error) {
 	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
 	h, err := recordbatch.ParseHeader(batch)
 	if err != nil || h.Size() != len(batch) || h.LastOffsetDelta() < 0 {
 		return res, ErrCorruptBatch
 	}
-	cfg := l.cfg.Load()
+	if cfg == nil {
+		cfg = l.cfg.Load()
+	}
 	if len(batch) > int(cfg.MaxMessageBytes) {
 		return res, withDetail(ErrRecordTooLarge, fmt.Sprintf("The request included a message larger than the max message size the server will accept: %d > %d", len(batch), cfg.MaxMessageBytes))
 	}

@@ -20,12 +20,16 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-// Names of the topic configs that kcompatd's own code sets, for the
-// internal topics (Kafka's TopicConfig constants).
+// Names of the topic configs that kcompatd's own code names (Kafka's
+// TopicConfig constants): those the coordinators set on the internal
+// topics, and the compaction lags, which must not conflict.
 const (
 	CleanupPolicyConfig   = "cleanup.policy"
 	CompressionTypeConfig = "compression.type"
 	SegmentBytesConfig    = "segment.bytes"
+
+	minCompactionLagConfig = "min.compaction.lag.ms"
+	maxCompactionLagConfig = "max.compaction.lag.ms"
 )
 
 // LogConfig is one topic's effective log configuration: Kafka's defaults,
@@ -354,7 +358,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "max.compaction.lag.ms", Type: configdef.Long, Default: "9223372036854775807", Range: configdef.AtLeast(1),
+		Def: configdef.Def{Name: maxCompactionLagConfig, Type: configdef.Long, Default: "9223372036854775807", Range: configdef.AtLeast(1),
 			Doc: "The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted."},
 		apply: func(c *LogConfig, v configdef.Value) { c.MaxCompactionLagMs = v.Int },
 		broker: []brokerLogConfig{
@@ -433,7 +437,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "min.compaction.lag.ms", Type: configdef.Long, Default: "0", Range: configdef.AtLeast(0),
+		Def: configdef.Def{Name: minCompactionLagConfig, Type: configdef.Long, Default: "0", Range: configdef.AtLeast(0),
 			Doc: "The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted."},
 		apply: func(c *LogConfig, v configdef.Value) { c.MinCompactionLagMs = v.Int },
 		broker: []brokerLogConfig{
@@ -831,7 +835,7 @@ func ResolveLogConfig(base LogConfig, overrides map[string]string) (LogConfig, e
 	// Kafka's cross-field check (LogConfig.validateValues).
 	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
 		return base, withDetail(ErrInvalidConfig, fmt.Sprintf("conflict topic config setting %s (%d) > %s (%d)",
-			"min.compaction.lag.ms", c.MinCompactionLagMs, "max.compaction.lag.ms", c.MaxCompactionLagMs))
+			minCompactionLagConfig, c.MinCompactionLagMs, maxCompactionLagConfig, c.MaxCompactionLagMs))
 	}
 	// kcompatd has no tiered storage, as a Kafka broker with
 	// remote.log.storage.system.enable=false (LogConfig.validate).

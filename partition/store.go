@@ -229,11 +229,8 @@ func (s *Store) load() error {
 	known := map[string]bool{}
 	for _, ct := range topics {
 		id, _ := ParseTopicID(ct.ID)
-		conf, err := ResolveLogConfig(s.dynamicDefaults(), ct.Configs)
-		if err != nil {
-			return fmt.Errorf("partition: catalog topic %q: %w", ct.Name, err)
-		}
-		t := &Topic{Name: ct.Name, ID: id, Config: conf, Overrides: ct.Configs, Internal: IsInternalTopic(ct.Name)}
+		overrides, conf := s.loadableOverrides(ct.Name, ct.Configs)
+		t := &Topic{Name: ct.Name, ID: id, Config: conf, Overrides: overrides, Internal: IsInternalTopic(ct.Name)}
 		if t.Overrides == nil {
 			t.Overrides = map[string]string{}
 		}
@@ -281,6 +278,36 @@ func (s *Store) load() error {
 	s.logger.Info().Bool("clean_shutdown", clean).Int("topics", len(s.topics)).
 		Int64("recovery_bytes_read", s.recoveryBytes.Load()).Dur("took", s.clock.Now().Sub(start)).Msg("storage loaded")
 	return nil
+}
+
+// loadableOverrides returns a catalog topic's overrides that still
+// validate, with the configuration they resolve to. An override an older
+// kcompatd accepted and this one refuses (message.format.version took any
+// string once) is dropped with a warning rather than refusing the data
+// dir, as dynamic broker configs are; so is a set that conflicts with the
+// broker defaults as a whole (min.compaction.lag.ms above a lowered
+// max.compaction.lag.ms), which loses the conflicting pair only.
+func (s *Store) loadableOverrides(topic string, configs map[string]string) (map[string]string, LogConfig) {
+	defaults := s.dynamicDefaults()
+	kept := make(map[string]string, len(configs))
+	for name, v := range configs {
+		if _, err := ResolveLogConfig(defaults, map[string]string{name: v}); err != nil {
+			s.logger.Warn().Err(err).Str("topic", topic).Str("config", name).Msg("ignoring topic config that no longer validates")
+			continue
+		}
+		kept[name] = v
+	}
+	conf, err := ResolveLogConfig(defaults, kept)
+	if err != nil {
+		s.logger.Warn().Err(err).Str("topic", topic).Msg("ignoring topic compaction lags that conflict")
+		delete(kept, minCompactionLagConfig)
+		delete(kept, maxCompactionLagConfig)
+		if conf, err = ResolveLogConfig(defaults, kept); err != nil {
+			s.logger.Warn().Err(err).Str("topic", topic).Msg("ignoring every topic config")
+			kept, conf = map[string]string{}, defaults
+		}
+	}
+	return kept, conf
 }
 
 // sweepDataDir removes directories of deleted topics left by a crash and

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"github.com/rs/zerolog"
 
 	"errors"
@@ -395,5 +396,36 @@ func TestRecreatedTopicIgnoresOldCheckpoints(t *testing.T) {
 	t.Logf("after restart: %+v", o)
 	if o.LogStartOffset != 0 {
 		t.Errorf("acknowledged records 0..%d of the new topic are below log start %d", o.LogEndOffset-1, o.LogStartOffset)
+	}
+}
+
+// A catalog written by an older kcompatd, whose topic configs this one
+// refuses (message.format.version and the throttled replica lists took any
+// string before), still opens: the refused overrides are dropped, the
+// others kept.
+func TestCatalogWithOverridesNoLongerValid(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	mustCreate(t, s, "t", 1, map[string]string{"retention.ms": "1000"})
+	s.Close()
+	// As 6fd5367 wrote it for CreateTopic("t", 1, {retention.ms: 1000,
+	// message.format.version: foo, leader.replication.throttled.replicas: x}).
+	catalog := filepath.Join(e.dir, catalogFile)
+	data, err := os.ReadFile(catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte(`"retention.ms": "1000"`), []byte(`"leader.replication.throttled.replicas": "x", "message.format.version": "foo", "retention.ms": "1000"`), 1)
+	if !bytes.Contains(data, []byte("message.format.version")) {
+		t.Fatalf("catalog not as expected: %s", data)
+	}
+	if err := os.WriteFile(catalog, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = e.open()
+	defer s.Close()
+	tp := s.Topic("t")
+	if tp == nil || tp.Config.RetentionMs != 1000 || len(tp.Overrides) != 1 {
+		t.Fatalf("topic after open: %+v", tp)
 	}
 }

@@ -44,7 +44,7 @@ type ProducerInfo struct {
 // numbers are not (Kafka's AppendOrigin.COORDINATOR), and no duplicate
 // is looked for.
 func (l *Log) AppendWithOrigin(batch []byte, origin recordbatch.Origin) (AppendResult, error) {
-	return l.appendOrigin(batch, origin, nil, nil)
+	return l.appendOrigin(batch, origin, nil, nil, nil)
 }
 
 // TxnVerificationGuard is what StartTxnVerification hands out and
@@ -76,7 +76,7 @@ func (l *Log) StartTxnVerification(producerID int64, producerEpoch int16) TxnVer
 // one (Kafka's batchMissingRequiredVerification). A batch continuing the
 // producer's ongoing transaction needs none.
 func (l *Log) AppendVerified(batch []byte, origin recordbatch.Origin, guard TxnVerificationGuard) (AppendResult, error) {
-	return l.appendOrigin(batch, origin, nil, &guard)
+	return l.appendOrigin(batch, origin, nil, &guard, nil)
 }
 
 // WriteTxnMarker appends the COMMIT or ABORT control batch that ends the
@@ -94,7 +94,7 @@ func (l *Log) WriteTxnMarker(m TxnMarker) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
-	res, err := l.appendOrigin(batch, recordbatch.OriginInternal, &mk, nil)
+	res, err := l.appendOrigin(batch, recordbatch.OriginInternal, &mk, nil, nil)
 	return res.BaseOffset, err
 }
 

@@ -274,7 +274,10 @@ func (s *Server) alterBroker(name string, ops []configOp, incremental, validateO
 			if view.static[o.name].Type != configdef.List {
 				return "", invalidRequest("Config value %s is not allowed for config key: %s", strings.ToLower(opName(o.op)), o.name)
 			}
-			if v := view.brokerValue(o.name); v != nil {
+			// Kafka's ConfigAdminManager starts from the resource's own
+			// dynamic value (applyConfigOps' cur), else the ConfigDef
+			// default: neither another layer nor the static value.
+			if v := view.defaultOf(o.name); v != nil {
 				return *v, nil
 			}
 			return "", nil

@@ -429,3 +429,23 @@ func TestEveryTopicConfigIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// APPEND on a broker config starts from the resource's own dynamic value,
+// else Kafka's default, as Kafka's ConfigAdminManager does: not from the
+// static value or another layer.
+func TestIncrementalAppendBrokerBase(t *testing.T) {
+	b := startBroker(t, func(c *Config) {
+		c.BrokerConfigs = []BrokerConfig{{Def: configdef.Def{Name: "log.cleanup.policy", Type: configdef.List, Default: "delete"}, Value: "compact", Set: true}}
+	})
+	w := dialWire(t, b.addr)
+	for _, broker := range []string{"1", ""} {
+		resp := w.roundTrip(incReq(1, resourceBroker, broker, incOp{"log.cleanup.policy", opAppend, strp("compact")})).(*kmsg.IncrementalAlterConfigsResponse)
+		if r := resp.Resources[0]; r.ErrorCode != 0 {
+			t.Fatalf("APPEND on %q: %d %s", broker, r.ErrorCode, deref(r.ErrorMessage))
+		}
+	}
+	def, br := b.store.DynamicBrokerConfigs()
+	if br["log.cleanup.policy"] != "delete,compact" || def["log.cleanup.policy"] != "delete,compact" {
+		t.Fatalf("per-broker %q, cluster default %q; want delete,compact for both", br["log.cleanup.policy"], def["log.cleanup.policy"])
+	}
+}

@@ -610,10 +610,16 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 // s.clock) and goes on with what is left. With connections.max.idle.ms
 // negative there is no step and no idle close, as in Kafka.
 //
-// A tls.Conn cannot go on after a write deadline expires: a TLS listener
-// would have to write in chunks instead.
+// Only a *net.TCPConn can go on writing after a deadline expires: other
+// connections (a tls.Conn from an embedder's listener) write without a
+// step, so their progress is not seen: one whose response takes longer
+// than connections.max.idle.ms to drain is closed by the idle sweeper
+// even while it drains.
 func (c *conn) send(b []byte, bufs *net.Buffers) error {
 	step := c.s.writeStep
+	if _, tcp := c.nc.(*net.TCPConn); !tcp {
+		step = 0
+	}
 	for {
 		if step > 0 {
 			if err := c.nc.SetWriteDeadline(time.Now().Add(step)); err != nil {

@@ -213,9 +213,9 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 	batch := rp.Records
 	h := recordbatch.Header(batch)
 	// One snapshot of the partition's configuration serves the whole
-	// append (Append itself reads the same one, unless an alter landed
-	// in between, as in Kafka).
-	cfg := log.Config()
+	// produce, its checks and its append, as Kafka validates and appends
+	// under one LogConfig.
+	cfg := log.ConfigSnapshot()
 
 	var guard *partition.TxnVerificationGuard
 	if h.Transactional() && len(batch) >= recordbatch.HeaderSize {
@@ -257,7 +257,7 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		return fail(s.errorCode(err))
 	}
 
-	if code, recErrs, msg := s.checkRecords(topic.Name, &cfg, rp.Partition, batch, sum); code != 0 {
+	if code, recErrs, msg := s.checkRecords(topic.Name, cfg, rp.Partition, batch, sum); code != 0 {
 		sp := fail(code)
 		sp.LogStartOffset = log.Offsets().LogStartOffset
 		sp.ErrorRecords = recErrs
@@ -282,12 +282,7 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		batch = rebuilt
 	}
 
-	var res partition.AppendResult
-	if guard != nil {
-		res, err = log.AppendVerified(batch, recordbatch.OriginClient, *guard)
-	} else {
-		res, err = log.Append(batch)
-	}
+	res, err := log.AppendWithConfig(cfg, batch, guard)
 	if err != nil {
 		r.logStorageError(err, topic.Name, rp.Partition)
 		sp := fail(s.errorCode(err))
@@ -446,8 +441,6 @@ func satAdd(a, b int64) int64 {
 	}
 	return a + b
 }
-
-// topicCodec is the codec a topic's compression.type demands; false for
 
 // recompress rebuilds a validated batch with another codec, keeping its
 // header fields and records, as Kafka's LogValidator does when the topic's
