@@ -288,27 +288,37 @@ func (p *pass) buildMap() error {
 
 var errStop = errors.New("stop")
 
-// groupSegments groups the segments to rewrite (Kafka's
-// groupSegmentsBySize): consecutive segments while the group's bytes stay
-// within segment.bytes, its estimated index bytes within
-// segment.index.bytes, and its offsets within an int32 of its base.
-func groupSegments(segs []partition.SegmentInfo, cfg partition.LogConfig) [][]partition.SegmentInfo {
+// groupSegments groups the segments to rewrite as Kafka's
+// Cleaner.groupSegmentsBySize does: a group takes the next segment while
+// the group's log bytes stay within segment.bytes, its offset index bytes
+// and its time index bytes each within segment.index.bytes (the real
+// sizes of the segments' indexes before cleaning), and the next segment's
+// last offset stays within an int32 of the group's base offset; that
+// last offset is estimated as the base of the segment after it minus
+// one, or for the last segment firstUncleanable minus one, and not
+// checked for an empty segment (KAFKA-12889).
+func groupSegments(segs []partition.SegmentInfo, cfg partition.LogConfig, firstUncleanable int64) [][]partition.SegmentInfo {
 	var groups [][]partition.SegmentInfo
-	interval := max(int64(cfg.IndexIntervalBytes), 1)
 	for len(segs) > 0 {
-		g := []partition.SegmentInfo{segs[0]}
-		size := segs[0].Size
+		g := segs[:1:1]
+		logBytes, offIdx, timeIdx := segs[0].Size, segs[0].OffsetIndexBytes, segs[0].TimeIndexBytes
 		segs = segs[1:]
 		for len(segs) > 0 {
 			n := segs[0]
-			idx := (size + n.Size) / interval
-			lastEstimate := n.NextOffset - 1
-			if size+n.Size > int64(cfg.SegmentBytes) || idx*8 > int64(cfg.SegmentIndexBytes) ||
-				idx*12 > int64(cfg.SegmentIndexBytes) || (n.Size > 0 && lastEstimate-g[0].BaseOffset > math.MaxInt32) {
+			lastEstimate := firstUncleanable - 1
+			if len(segs) > 1 {
+				lastEstimate = segs[1].BaseOffset - 1
+			}
+			if logBytes+n.Size > int64(cfg.SegmentBytes) ||
+				offIdx+n.OffsetIndexBytes > int64(cfg.SegmentIndexBytes) ||
+				timeIdx+n.TimeIndexBytes > int64(cfg.SegmentIndexBytes) ||
+				(n.Size > 0 && lastEstimate-g[0].BaseOffset > math.MaxInt32) {
 				break
 			}
 			g = append(g, n)
-			size += n.Size
+			logBytes += n.Size
+			offIdx += n.OffsetIndexBytes
+			timeIdx += n.TimeIndexBytes
 			segs = segs[1:]
 		}
 		groups = append(groups, g)
@@ -357,7 +367,7 @@ func (p *pass) run(checkpoint int64) (next int64, ok bool, err error) {
 			toClean = append(toClean, s)
 		}
 	}
-	groups := groupSegments(toClean, p.cfg)
+	groups := groupSegments(toClean, p.cfg, p.rng.firstUncleanable)
 	p.stats.Groups = len(groups)
 	txn := newTxnMetadata(p.scan.aborted)
 	for _, g := range groups {

@@ -47,6 +47,12 @@ func (l *Log) CreateCleanedSegment(base int64) (vfs.File, error) {
 	return offlineOnError{f, l.store}, nil
 }
 
+// indexBytes returns the bytes of the segment's offset and time index
+// entries: what Kafka's cleaner sums when it groups segments.
+func (s *segment) indexBytes() (offset, time int64) {
+	return s.offIdx.n.Load() * offsetIndexEntrySize, s.timeIdx.n.Load() * timeIndexEntrySize
+}
+
 // RemoveCleanedSegment removes the cleaner's unfinished output for base.
 func (l *Log) RemoveCleanedSegment(base int64) {
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {

@@ -42,8 +42,12 @@ type SegmentInfo struct {
 	// the last segment it replaced, as Kafka does, so an emptied segment
 	// is as old as what it replaced.
 	LargestTimestamp int64
-	Active           bool
-	LogPath          string // the .log file, for naming the cleaner's output
+	// OffsetIndexBytes and TimeIndexBytes are the sizes of the segment's
+	// .index and .timeindex entries (Kafka's sizeInBytes of an inactive
+	// segment's trimmed indexes), which bound the cleaner's groups.
+	OffsetIndexBytes, TimeIndexBytes int64
+	Active                           bool
+	LogPath                          string // the .log file, for naming the cleaner's output
 }
 
 // Segments returns the log's segments, oldest first.
@@ -88,6 +92,7 @@ func (l *Log) segmentsSnapshot() []SegmentInfo {
 			Active:           s == l.active,
 			LogPath:          s.path(logSuffix),
 		}
+		out[i].OffsetIndexBytes, out[i].TimeIndexBytes = s.indexBytes()
 	}
 	return out
 }
