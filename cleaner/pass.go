@@ -24,6 +24,7 @@ type Log interface {
 	ReplaceSegments(oldBases []int64, newBase int64) error
 	DeleteSegmentsBefore(offset int64) (int, error)
 	Deleted() bool
+	LastRecordsOfActiveProducers() map[int64]partition.ProducerLastRecord
 }
 
 var _ Log = (*partition.Log)(nil)
@@ -141,11 +142,12 @@ type pass struct {
 	abort    func() bool // true when the pass must stop
 	stats    Stats
 
-	segs     []partition.SegmentInfo
-	scan     *logScan
-	rng      cleanRange
-	active   map[int64]*producerEntry
-	firstBad int64 // first offset the pass must not touch
+	segs []partition.SegmentInfo
+	scan *logScan
+	rng  cleanRange
+	// active are the partition's active producers, read for each group
+	// as Kafka's cleanSegments reads lastRecordsOfActiveProducers.
+	active map[int64]partition.ProducerLastRecord
 }
 
 // scanLog reads every batch of the log once for the transaction and
@@ -360,7 +362,6 @@ func (p *pass) run(checkpoint int64) (next int64, ok bool, err error) {
 		return p.rng.firstDirty, false, nil
 	}
 	p.stats.EndOffset = end
-	p.active = p.scan.activeProducers(p.now, p.opts.ProducerIDExpirationMs)
 	var toClean []partition.SegmentInfo
 	for _, s := range p.segs[:len(p.segs)-1] {
 		if s.BaseOffset < end {
@@ -385,6 +386,7 @@ func (p *pass) run(checkpoint int64) (next int64, ok bool, err error) {
 // after the group's first base offset and swaps it in.
 func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 	base := g[0].BaseOffset
+	p.active = p.log.LastRecordsOfActiveProducers()
 	f, err := p.log.CreateCleanedSegment(base)
 	if err != nil {
 		return err
@@ -475,13 +477,16 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 		canDiscard = txn.onBatch(h)
 		discardRecords = canDiscard
 	}
+	// The last batch of an active producer stays, even emptied: its last
+	// data batch, or when its epoch has none, its control batches of
+	// that epoch (Kafka's isBatchLastRecordOfProducer).
 	retainEmpty := false
 	if pid := h.ProducerID(); pid >= 0 {
-		if e := p.active[pid]; e != nil {
-			if e.lastDataOffset >= 0 {
-				retainEmpty = h.LastOffset() == e.lastDataOffset
+		if e, ok := p.active[pid]; ok {
+			if e.LastDataOffset >= 0 {
+				retainEmpty = h.LastOffset() == e.LastDataOffset
 			} else {
-				retainEmpty = h.Control() && h.ProducerEpoch() == e.epoch
+				retainEmpty = h.Control() && h.ProducerEpoch() == e.Epoch
 			}
 		}
 	}

@@ -101,6 +101,7 @@ func TestAbortedDataAndMarkerRemoval(t *testing.T) {
 	// that pass (its batch was seen), is stamped the next, and dropped
 	// after delete.retention.ms.
 	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)
 	e.dirtyPass(l)
 	vs = views(t, l)
 	if _, ok := findBatch(vs, 1); ok {
@@ -131,8 +132,9 @@ func TestCommitMarkerRemoval(t *testing.T) {
 	e.appendRecs(l, batchOpts{pid: 3, epoch: 0, seq: 0, transactional: true}, kv("k", "1")) // 0
 	e.appendMarker(l, 3, 0, true)                                                           // 1
 	e.appendRecs(l, plain, kv("k", "2"))                                                    // 2
-	e.clock.Advance(25 * time.Hour)                                                         // producer expired
-	e.appendRecs(l, plain, kv("z", "1"))                                                    // 3
+	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)                 // the producer is forgotten
+	e.appendRecs(l, plain, kv("z", "1")) // 3
 	e.cleanAll(l)
 	vs := views(t, l)
 	if _, ok := findBatch(vs, 0); ok {
@@ -199,5 +201,56 @@ func TestUserKeyEqualToMarkerKey(t *testing.T) {
 	e.cleanAll(l)
 	if v, ok := findBatch(views(t, l), 1); !ok || !v.control || v.records != 1 {
 		t.Fatalf("marker: %+v %v", v, ok)
+	}
+}
+
+// expireProducers runs the partition's producer expiry now, as its
+// periodic check would (Kafka's removeExpiredProducers), so that a test
+// decides when it happens.
+func (e *env) expireProducers(l *partition.Log) {
+	e.t.Helper()
+	l.ExpireProducers(partition.DefaultProducerIDExpirationMs)
+}
+
+// With transaction.version 2 every marker bumps the producer epoch, and
+// the new epoch starts with no data batch in the producer state: Kafka's
+// lastRecordsOfActiveProducers then names no data offset, and the
+// cleaner keeps the producer's control batches of the current epoch
+// instead (Cleaner.cleanInto, isBatchLastRecordOfProducer). So the
+// superseded data batch of the old epoch goes at once, and the marker,
+// once past its delete horizon, stays as an empty control batch while
+// the producer is active.
+func TestLastBatchFromProducerStateAfterEpochBump(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.open()
+	defer e.close()
+	l := e.topic("t", oneBatchPerSegment)
+	e.appendRecs(l, batchOpts{pid: 11, epoch: 0, seq: 0, transactional: true}, kv("k", "1")) // 0
+	e.appendMarker(l, 11, 1, true)                                                           // 1: COMMIT, epoch bumped
+	e.appendRecs(l, plain, kv("k", "2"))                                                     // 2
+	e.appendRecs(l, plain, kv("z", "1"))                                                     // 3
+	e.cleanAll(l)
+	vs := views(t, l)
+	if v, ok := findBatch(vs, 0); ok {
+		t.Fatalf("data batch of the old epoch kept: %+v (all %+v)", v, vs)
+	}
+	if v, ok := findBatch(vs, 1); !ok || !v.control || v.records != 1 || v.horizon {
+		t.Fatalf("marker in the pass that removed its data: %+v %v", v, ok)
+	}
+	e.dirtyPass(l) // stamps the marker's horizon
+	if v, ok := findBatch(views(t, l), 1); !ok || !v.horizon {
+		t.Fatalf("marker not stamped: %+v %v", v, ok)
+	}
+	e.clock.Advance(2 * time.Second)
+	e.dirtyPass(l)
+	if v, ok := findBatch(views(t, l), 1); !ok || !v.control || v.records != 0 {
+		t.Fatalf("active producer's marker past its horizon: %+v %v, want an empty control batch", v, ok)
+	}
+	// Once the partition forgets the producer, the empty batch goes.
+	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)
+	e.dirtyPass(l)
+	if v, ok := findBatch(views(t, l), 1); ok {
+		t.Fatalf("expired producer's marker kept: %+v", v)
 	}
 }

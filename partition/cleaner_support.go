@@ -95,3 +95,27 @@ func (s *Store) WriteCleanerCheckpoint(m map[TopicPartition]int64) error {
 	}
 	return nil
 }
+
+// ProducerLastRecord is what the cleaner must keep of an active producer
+// (Kafka's LastRecord): the last offset of its last data batch in its
+// current epoch, or -1 when the epoch has none (a transaction marker of
+// transaction.version 2 bumps the epoch), and that epoch.
+type ProducerLastRecord struct {
+	LastDataOffset int64
+	Epoch          int16
+}
+
+// LastRecordsOfActiveProducers returns, by producer id, every producer the
+// partition's producer state holds (Kafka's
+// UnifiedLog.lastRecordsOfActiveProducers): until producer expiry forgets
+// a producer, the cleaner keeps its last batch so that its sequence and
+// epoch survive cleaning and reloads.
+func (l *Log) LastRecordsOfActiveProducers() map[int64]ProducerLastRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int64]ProducerLastRecord, len(l.pstate.producers))
+	for id, e := range l.pstate.producers {
+		out[id] = ProducerLastRecord{LastDataOffset: e.lastDataOffset(), Epoch: e.epoch}
+	}
+	return out
+}
