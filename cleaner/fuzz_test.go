@@ -27,8 +27,11 @@ func (l bytesLog) ReadSegment(base int64, p []byte, off int64) (int, error) {
 func (l bytesLog) CreateCleanedSegment(int64) (vfs.File, error) { return nil, errors.New("no") }
 func (l bytesLog) RemoveCleanedSegment(int64)                   {}
 func (l bytesLog) ReplaceSegments([]int64, int64) error         { return errors.New("no") }
-func (l bytesLog) DeleteSegmentsBefore(int64) (int, error)      { return 0, errors.New("no") }
-func (l bytesLog) Deleted() bool                                { return false }
+func (l bytesLog) WriteCleanedTxnIndex(int64, []partition.AbortedTxnEntry) error {
+	return errors.New("no")
+}
+func (l bytesLog) DeleteSegmentsBefore(int64) (int, error) { return 0, errors.New("no") }
+func (l bytesLog) Deleted() bool                           { return false }
 
 // LastRecordsOfActiveProducers makes the seeds' producer 3 active, its
 // last data batch ending at offset 2.

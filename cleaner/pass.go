@@ -21,6 +21,7 @@ type Log interface {
 	ReadSegment(base int64, p []byte, off int64) (int, error)
 	CreateCleanedSegment(base int64) (vfs.File, error)
 	RemoveCleanedSegment(base int64)
+	WriteCleanedTxnIndex(base int64, kept []partition.AbortedTxnEntry) error
 	ReplaceSegments(oldBases []int64, newBase int64) error
 	DeleteSegmentsBefore(offset int64) (int, error)
 	Deleted() bool
@@ -387,6 +388,7 @@ func (p *pass) run(checkpoint int64) (next int64, ok bool, err error) {
 func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 	base := g[0].BaseOffset
 	p.active = p.log.LastRecordsOfActiveProducers()
+	txn.indexed = txn.indexed[:0]
 	f, err := p.log.CreateCleanedSegment(base)
 	if err != nil {
 		return err
@@ -446,6 +448,17 @@ func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 		return err
 	}
 	p.stats.BytesWritten += written
+	// The group's .txnindex: the aborted transactions whose markers it
+	// keeps because it still met their data (Kafka's cleanedIndex). The
+	// LSO at the abort is the partition's, or at least the first offset.
+	kept := make([]partition.AbortedTxnEntry, len(txn.indexed))
+	for i, a := range txn.indexed {
+		kept[i] = partition.AbortedTxnEntry{ProducerID: a.producerID, FirstOffset: a.firstOffset, LastOffset: a.lastOffset, LastStableOffset: a.firstOffset}
+	}
+	if err := p.log.WriteCleanedTxnIndex(base, kept); err != nil {
+		p.log.RemoveCleanedSegment(base)
+		return err
+	}
 	bases := make([]int64, len(g))
 	for i, s := range g {
 		bases[i] = s.BaseOffset

@@ -94,6 +94,10 @@ type txnMetadata struct {
 	// committed are producers with transactional data met since their
 	// last marker in this pass.
 	committed map[int64]bool
+	// indexed are the aborted transactions whose ABORT marker was met and
+	// could not be discarded since the group began (Kafka's cleanedIndex):
+	// the cleaned segment's .txnindex.
+	indexed []abortedTxn
 }
 
 type ongoingAbort struct {
@@ -130,7 +134,8 @@ func (t *txnMetadata) onBatch(h recordbatch.Header) bool {
 
 // onControl is called for every control batch (ctrlType -1 when it has no
 // record); it reports whether the marker may be discarded: no batch of its
-// transaction was met in this pass.
+// transaction was met in this pass. An ABORT marker that must stay is
+// added to indexed.
 func (t *txnMetadata) onControl(h recordbatch.Header, ctrlType int16) bool {
 	t.consumeUpTo(h.LastOffset())
 	if ctrlType < 0 {
@@ -141,7 +146,11 @@ func (t *txnMetadata) onControl(h recordbatch.Header, ctrlType int16) bool {
 	case recordbatch.ControlAbort:
 		a := t.ongoing[pid]
 		delete(t.ongoing, pid)
-		return a == nil || !a.seen
+		if a == nil || !a.seen {
+			return true
+		}
+		t.indexed = append(t.indexed, a.txn)
+		return false
 	case recordbatch.ControlCommit:
 		had := t.committed[pid]
 		delete(t.committed, pid)

@@ -2,6 +2,7 @@ package cleaner
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,19 @@ func TestLSOBoundWithOpenTransaction(t *testing.T) {
 	}
 }
 
+// abortedTxnLog creates topic t, one batch per segment: a=1 at 0, a=bad
+// at 1 in a transaction of producer 9 (epoch 0) that the ABORT marker at 2
+// ends, and z=1 at 3.
+func (e *env) abortedTxnLog() *partition.Log {
+	e.t.Helper()
+	l := e.topic("t", oneBatchPerSegment)
+	e.appendRecs(l, plain, kv("a", "1"))
+	e.appendRecs(l, batchOpts{pid: 9, epoch: 0, seq: 0, transactional: true}, kv("a", "bad"))
+	e.appendMarker(l, 9, 0, false)
+	e.appendRecs(l, plain, kv("z", "1"))
+	return l
+}
+
 // Aborted data never enters the offset map (it would delete the committed
 // value before it), goes in the first pass, and its marker goes two passes
 // after its last batch: one stamps the horizon, one drops it.
@@ -79,11 +93,7 @@ func TestAbortedDataAndMarkerRemoval(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", oneBatchPerSegment)
-	e.appendRecs(l, plain, kv("a", "1"))                                                      // 0
-	e.appendRecs(l, batchOpts{pid: 9, epoch: 0, seq: 0, transactional: true}, kv("a", "bad")) // 1
-	e.appendMarker(l, 9, 0, false)                                                            // 2
-	e.appendRecs(l, plain, kv("z", "1"))                                                      // 3
+	l := e.abortedTxnLog()
 	e.cleanAll(l)
 	if s := survivors(readRecs(t, l)); s != "a=1 z=1 " {
 		t.Fatalf("survivors %q", s)
@@ -252,5 +262,55 @@ func TestLastBatchFromProducerStateAfterEpochBump(t *testing.T) {
 	e.dirtyPass(l)
 	if v, ok := findBatch(views(t, l), 1); ok {
 		t.Fatalf("expired producer's marker kept: %+v", v)
+	}
+}
+
+// The cleaned .txnindex holds an aborted transaction exactly while its
+// ABORT marker cannot yet be discarded, that is while the pass still met
+// a batch of the transaction (Kafka's CleanedTransactionMetadata
+// .onControlBatchRead appends to the cleaned index only then). The pass
+// after the last batch went keeps the marker, stamps its horizon, and
+// drops the entry; read_committed no longer needs it, there is no data
+// left to filter.
+func TestAbortedTxnIndexEntryGoesWithLastBatch(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.open()
+	defer e.close()
+	l := e.abortedTxnLog()
+	entries := func() []partition.AbortedTxn { return l.AbortedTransactions(0, l.Offsets().LogEndOffset) }
+	if got := entries(); len(got) != 1 || got[0].ProducerID != 9 || got[0].FirstOffset != 1 {
+		t.Fatalf("before cleaning: %+v", got)
+	}
+	// The producer's last batch stays as a header: a batch of the
+	// transaction, so the marker and its entry stay.
+	e.cleanAll(l)
+	if got := entries(); len(got) != 1 {
+		t.Fatalf("entry with the producer's batch kept: %+v", got)
+	}
+	// The producer expires: this pass removes the last batch and still
+	// met it, so the marker stays unstamped and indexed.
+	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)
+	e.dirtyPass(l)
+	if got := entries(); len(got) != 1 {
+		t.Fatalf("entry in the pass that removed the last batch: %+v", got)
+	}
+	// The next pass meets only the marker: discardable, stamped, and no
+	// longer indexed, though it stays until its horizon.
+	e.dirtyPass(l)
+	if v, ok := findBatch(views(t, l), 2); !ok || !v.horizon {
+		t.Fatalf("marker not stamped: %+v %v", v, ok)
+	}
+	if got := entries(); len(got) != 0 {
+		t.Fatalf("entry of a discardable marker kept: %+v", got)
+	}
+	files, err := e.fs.ReadDir(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), ".txnindex") {
+			t.Fatalf("%s left without entries (Kafka writes none)", f.Name())
+		}
 	}
 }

@@ -53,9 +53,51 @@ func (s *segment) indexBytes() (offset, time int64) {
 	return s.offIdx.n.Load() * offsetIndexEntrySize, s.timeIdx.n.Load() * timeIndexEntrySize
 }
 
+// WriteCleanedTxnIndex writes the cleaner's "<base>.txnindex.cleaned" for
+// the output segment at base (Kafka's cleaned transaction index): kept are
+// the aborted transactions whose ABORT markers the output keeps and must
+// index, in the order of their markers. An entry the log's .txnindex
+// holds for the same producer and marker is written as stored (with its
+// LSO at the abort); another as given. With none, the file is empty and
+// ReplaceSegments installs no .txnindex, as Kafka's cleaner creates none.
+// The file is fsynced; RemoveCleanedSegment removes it.
+func (l *Log) WriteCleanedTxnIndex(base int64, kept []AbortedTxnEntry) error {
+	if l.gone.Load() {
+		return l.goneErr()
+	}
+	if err := l.store.Offline(); err != nil {
+		return err
+	}
+	type key struct{ producerID, marker int64 }
+	stored := map[key]abortedEntry{}
+	if len(kept) > 0 {
+		for _, s := range *l.segs.Load() {
+			for _, e := range s.abortedEntries() {
+				stored[key{e.producerID, e.lastOffset}] = e
+			}
+		}
+	}
+	entries := make([]abortedEntry, 0, len(kept))
+	for _, k := range kept {
+		e, ok := stored[key{k.ProducerID, k.LastOffset}]
+		if !ok {
+			e = abortedEntry{producerID: k.ProducerID, firstOffset: k.FirstOffset, lastOffset: k.LastOffset, lastStableOffset: k.LastStableOffset}
+		}
+		entries = append(entries, e)
+	}
+	name := filepath.Join(l.dir, segmentFileName(base, txnIndexSuffix)) + cleanedSuffix
+	if err := writeTxnIndexFile(l.store.fs, name, entries); err != nil {
+		if !l.gone.Load() {
+			l.store.markOffline(err)
+		}
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
+}
+
 // RemoveCleanedSegment removes the cleaner's unfinished output for base.
 func (l *Log) RemoveCleanedSegment(base int64) {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		name := filepath.Join(l.dir, segmentFileName(base, suf)) + cleanedSuffix
 		if err := l.store.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.logger.Warn().Err(err).Str("file", name).Msg("cannot remove cleaner output")
