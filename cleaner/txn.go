@@ -2,14 +2,20 @@ package cleaner
 
 // Transaction bookkeeping for a pass.
 //
-// The producers' last batches come from the partition's producer state
-// (Log.LastRecordsOfActiveProducers, Kafka's
-// lastRecordsOfActiveProducers), read for each group; see filterBatch.
+// Two parts, as in Kafka's cleaner. First the aborted transactions, from
+// one scan of the whole log's batch headers (logScan): an ABORT marker of
+// producer P aborts P's transactional data batches since P's previous
+// marker. Kafka reads them from the .txnindex; the results are the same
+// wherever that index is correct. Then, batch by batch through the
+// rewrite, txnMetadata (Kafka's CleanedTransactionMetadata) says which
+// data batches are aborted, which markers no longer guard any data, and
+// which aborted transactions go into the cleaned segment's .txnindex
+// (those whose marker must stay).
 //
-// The aborted transactions come from one scan of the whole log's batch
-// headers: an ABORT marker of producer P aborts P's transactional data
-// batches since P's previous marker. The results are the same as Kafka's
-// reading of its .txnindex wherever that index is correct.
+// The producers' last batches, which the rewrite keeps, are not decided
+// here: they come from the partition's producer state
+// (Log.LastRecordsOfActiveProducers, Kafka's lastRecordsOfActiveProducers),
+// read for each group; see filterBatch.
 
 import (
 	"sort"

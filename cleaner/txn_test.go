@@ -10,9 +10,8 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-// Transactions are not built yet in partition/ and protocol/; these tests
-// write transactional batches and markers straight into the log, as the
-// transaction coordinator will.
+// These tests write transactional batches and markers straight into the
+// log, as the transaction coordinator does.
 
 // dirtyPass appends a record of a fresh key (so the previous active segment
 // becomes cleanable) and cleans.
