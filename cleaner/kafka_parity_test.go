@@ -385,3 +385,28 @@ func TestGroupingByIndexSizes(t *testing.T) {
 		t.Fatalf("%d records, want 22", n)
 	}
 }
+
+// The other way round: a rolled segment's time index holds at least its
+// closing entry (12 bytes) even when index.interval.bytes gives it no
+// other, so with segment.index.bytes 24 Kafka's groups hold two one-batch
+// segments each, where a log-bytes estimate saw no index at all.
+func TestGroupingByClosingTimeIndexEntries(t *testing.T) {
+	e := newTestEnv(t, memfs.New())
+	e.open()
+	defer e.close()
+	l := e.topic("t", map[string]string{"segment.ms": "100", "segment.index.bytes": "24"})
+	for i := 0; i < 6; i++ {
+		e.appendRecs(l, plain, kv(fmt.Sprintf("k%d", i), "v"))
+		e.clock.Advance(300 * time.Millisecond)
+	}
+	e.appendRecs(l, plain, kv("active", "v"))
+	for _, s := range l.Segments()[:6] {
+		if s.OffsetIndexBytes != 0 || s.TimeIndexBytes != 12 {
+			t.Fatalf("segment %d: index bytes %d and %d, want Kafka's 0 and 12", s.BaseOffset, s.OffsetIndexBytes, s.TimeIndexBytes)
+		}
+	}
+	e.cleanAll(l)
+	if got := segmentBases(l); !slices.Equal(got, []int64{0, 2, 4, 6}) {
+		t.Fatalf("segments %v, want Kafka's [0 2 4 6]", got)
+	}
+}
