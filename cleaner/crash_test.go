@@ -3,10 +3,12 @@ package cleaner
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
+	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
 // swapLayouts are the logs the crash and fault sweeps clean: 30 records
@@ -79,21 +81,19 @@ func forEachSwapLayout(t *testing.T, sweep func(t *testing.T, base *memfs.FS, or
 	}
 }
 
-func crashSweep(t *testing.T, base *memfs.FS, orig []rec) {
-	// Every crash point normally; under -race or -short every third.
-	step := 1
-	if raceEnabled || testing.Short() {
-		step = 3
-	}
+// crashLoop crashes the machine at the k-th mutating file operation of
+// run, for k = 0, step, 2*step, ... until run finishes before it, and
+// calls check on the restarted image (done: run was not struck). It
+// returns the number of crash points.
+func crashLoop(t *testing.T, base *memfs.FS, step int, run func(e *env), check func(k int, e2 *env, done bool)) int {
+	t.Helper()
 	for k := 0; k < 10000; k += step {
 		fs := base.CrashClone()
 		e := newTestEnv(t, fs)
 		e.quiet = true
 		e.open()
-		l := e.log("c")
 		fs.FailAfter(k)
-		e.cleaner.CleanLog(tpOf(l))
-		e.cleaner.CleanLog(tpOf(l))
+		run(e)
 		done := fs.Ops() < k
 		crashed := fs.CrashClone()
 		e.cleaner.Close()
@@ -102,6 +102,28 @@ func crashSweep(t *testing.T, base *memfs.FS, orig []rec) {
 		e2 := newTestEnv(t, crashed)
 		e2.quiet = true
 		e2.open()
+		check(k, e2, done)
+		e2.close()
+		if done {
+			t.Logf("%d crash points", k)
+			return k
+		}
+	}
+	t.Fatal("the run never finished")
+	return 0
+}
+
+func crashSweep(t *testing.T, base *memfs.FS, orig []rec) {
+	// Every crash point normally; under -race or -short every third.
+	step := 1
+	if raceEnabled || testing.Short() {
+		step = 3
+	}
+	run := func(e *env) {
+		e.cleaner.CleanLog(tpOf(e.log("c")))
+		e.cleaner.CleanLog(tpOf(e.log("c")))
+	}
+	n := crashLoop(t, base, step, run, func(k int, e2 *env, _ bool) {
 		got := readRecs(t, e2.log("c"))
 		latest := map[string]rec{}
 		for _, o := range orig {
@@ -125,14 +147,81 @@ func crashSweep(t *testing.T, base *memfs.FS, orig []rec) {
 		}
 		// The recovered log cleans to the same survivors as an uncrashed one.
 		e2.cleanAll(e2.log("c"))
-		e2.close()
-		if done {
-			t.Logf("%d crash points", k)
-			if k < 5 {
-				t.Fatalf("only %d crash points", k)
-			}
-			return
+	})
+	if n < 5 {
+		t.Fatalf("only %d crash points", n)
+	}
+}
+
+// TestCrashDuringSwapOfTxnIndex crashes at every file operation of the
+// two passes that drop an aborted transaction (transaction.version 2:
+// its marker bumps the epoch): the first removes its data and keeps its
+// marker and .txnindex entry, the second drops the entry (the
+// .txnindex.cleaned is empty) in a group of two segments. After a
+// restart, aborted data still in the log is always covered by an entry,
+// so read_committed never shows it, and the committed values are there.
+func TestCrashDuringSwapOfTxnIndex(t *testing.T) {
+	base := memfs.New()
+	{
+		e := newTestEnv(t, base)
+		e.quiet = true
+		e.open()
+		l := e.topic("t", map[string]string{"segment.ms": "1", "delete.retention.ms": "0"})
+		e.appendRecs(l, plain, kv("a", "1"))                                                      // 0
+		e.appendRecs(l, batchOpts{pid: 9, epoch: 0, seq: 0, transactional: true}, kv("a", "bad")) // 1
+		e.clock.Advance(time.Millisecond)
+		e.appendMarker(l, 9, 1, false) // 2
+		e.appendRecs(l, plain, kv("z", "1"))
+		e.clock.Advance(2 * time.Millisecond)
+		e.appendRecs(l, plain, kv("y", "1")) // 4, the active segment
+		e.close()
+	}
+	step := 1
+	if raceEnabled || testing.Short() {
+		step = 2
+	}
+	run := func(e *env) {
+		l := e.log("t")
+		e.cleaner.CleanLog(tpOf(l))
+		// Past the active segment's first batch (a new env's clock starts
+		// again at testStart): the append rolls it.
+		e.clock.Advance(10 * time.Millisecond)
+		if _, err := l.AppendWithOrigin(mustBatch(t, e.now(), kv("x", "1")), recordbatch.OriginInternal); err == nil {
+			e.cleaner.CleanLog(tpOf(l))
 		}
 	}
-	t.Fatal("pass never finished")
+	crashLoop(t, base, step, run, func(k int, e2 *env, done bool) {
+		l2 := e2.log("t")
+		for _, h := range readBatches(t, l2) {
+			if h.ProducerID() == 9 && !h.Control() && h.RecordCount() > 0 {
+				covered := false
+				for _, a := range l2.AbortedTransactions(h.BaseOffset(), h.LastOffset()+1) {
+					covered = covered || a.ProducerID == 9
+				}
+				if !covered {
+					t.Fatalf("crash at op %d: aborted batch %d without a .txnindex entry", k, h.BaseOffset())
+				}
+			}
+		}
+		if s := survivors(readRecs(t, l2)); !strings.Contains(s, "a=1 ") || !strings.Contains(s, "z=1 ") {
+			t.Fatalf("crash at op %d: committed values lost: %q", k, s)
+		}
+		if got := l2.AbortedTransactions(0, l2.Offsets().LogEndOffset); done && len(got) != 0 {
+			t.Fatalf("after both passes: entries %+v", got)
+		}
+	})
+}
+
+// mustBatch builds one plain batch of records at timestamp ts.
+func mustBatch(t *testing.T, ts int64, recs ...rec) []byte {
+	t.Helper()
+	rs := make([]recordbatch.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = recordbatch.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
+	}
+	b, err := recordbatch.Build(recordbatch.BatchSpec{BaseTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
