@@ -37,9 +37,6 @@ type Config struct {
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (default
 	// 300000): how often retention runs over logs that are not compacted.
 	RetentionCheckIntervalMs int64
-	// ProducerIDExpirationMs is producer.id.expiration.ms (default 1 day):
-	// a producer idle that long loses the protection of its last batch.
-	ProducerIDExpirationMs int64
 	// MaxDecompressedBytes bounds one batch's records after decompression
 	// (default 256 MiB).
 	MaxDecompressedBytes int
@@ -62,7 +59,6 @@ func DefaultConfig() Config {
 		DedupeBufferSize:         128 << 20,
 		IOMaxBytesPerSecond:      math.MaxFloat64,
 		RetentionCheckIntervalMs: 300000,
-		ProducerIDExpirationMs:   86400000,
 		MaxDecompressedBytes:     256 << 20,
 		UncleanableRetryMs:       600000,
 	}
@@ -134,9 +130,6 @@ func New(src Source, cfg Config) *Cleaner {
 	}
 	if cfg.RetentionCheckIntervalMs <= 0 {
 		cfg.RetentionCheckIntervalMs = def.RetentionCheckIntervalMs
-	}
-	if cfg.ProducerIDExpirationMs <= 0 {
-		cfg.ProducerIDExpirationMs = def.ProducerIDExpirationMs
 	}
 	if cfg.MaxDecompressedBytes <= 0 {
 		cfg.MaxDecompressedBytes = def.MaxDecompressedBytes

@@ -23,10 +23,10 @@
 //
 // # A pass (pass.go)
 //
-//  1. Scan every batch header of the log: producers' last batches, aborted
-//     transactions and open ones (txn.go: from the log itself, so a pass
-//     sees exactly the batches it rewrites), and each segment's first batch
-//     timestamp.
+//  1. Scan every batch header of the log (txn.go): aborted transactions
+//     and open ones, from the log itself, so a pass sees exactly the
+//     batches it rewrites; each segment's first batch timestamp; the
+//     record counts that size the offset map.
 //  2. The cleanable range [first dirty offset, first uncleanable offset):
 //     from the cleaner-offset-checkpoint (reset to the log start offset
 //     when out of range) to the smallest of the LSO, the high watermark,
@@ -36,18 +36,41 @@
 //     slot, bounded by the thread's share of log.cleaner.dedupe.buffer.size;
 //     when full the pass ends where it got to (a partial pass).
 //  4. Rewrite every segment from the log's start up to the map's latest
-//     offset + 1, in groups of at most segment.bytes, each into one
-//     "<base>.log.cleaned" that partition's ReplaceSegments swaps in through
-//     .swap and .deleted files. Batches keep their offsets, timestamps,
-//     producer fields and codec; tombstones and transaction markers get a
-//     delete horizon (KIP-534) and go at the first pass past it.
+//     offset + 1, in Kafka's groups (groupSegmentsBySize: consecutive
+//     segments while their log bytes stay within segment.bytes, their
+//     offset and time index bytes each within segment.index.bytes, and
+//     their offsets within an int32 of the group's base). Each group
+//     becomes one segment: "<base>.log.cleaned" and, through
+//     partition's WriteCleanedTxnIndex, "<base>.txnindex.cleaned",
+//     which partition's ReplaceSegments swaps in through .swap and
+//     .deleted files (indexes rebuilt from the new .log). Batches keep
+//     their offsets, timestamps, producer fields and codec; tombstones
+//     and transaction markers get a delete horizon (KIP-534) and go at
+//     the first pass past it.
 //  5. The end of the pass becomes the log's checkpoint.
+//
+// Producers: for each group the pass reads the partition's producer
+// state (LastRecordsOfActiveProducers, Kafka's
+// lastRecordsOfActiveProducers) and keeps, even emptied, the last data
+// batch of every producer it holds, or when the producer's epoch has no
+// data batch (a transaction.version 2 marker bumps the epoch) its control
+// batches of that epoch. A producer stays active until the partition's
+// producer expiry (producer.id.expiration.ms) forgets it.
+//
+// Transactions: the new .txnindex holds an aborted transaction exactly
+// while its ABORT marker cannot be discarded, that is while the pass
+// still met a batch of it (Kafka's CleanedTransactionMetadata and its
+// cleanedIndex); the marker itself stays one pass longer to be stamped
+// and until its horizon, without an entry.
 //
 // # Not like Kafka (yet)
 //
-//   - No .txnindex.cleaned is written: partition's ReplaceSegments keeps
-//     a replaced segment's aborted-transaction entries exactly while the
-//     cleaned log still holds their ABORT marker, which is Kafka's rule.
+//   - The aborted transactions of a pass come from the scan of the log,
+//     not from the segments' .txnindex files as in Kafka: the same
+//     wherever the index is correct. A cleaned .txnindex entry keeps the
+//     LSO the partition's index stored for it, or, if that has none, the
+//     transaction's first offset (a lower bound, so a read_committed
+//     fetch's search never stops early).
 //   - A cleanup.policy change away from compact aborts a pass in flight
 //     at its next segment boundary, but the config change does not wait
 //     for it (Kafka's updateTopicConfig blocks in abortCleaning;

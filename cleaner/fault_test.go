@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
 	"github.com/kcompatd/kcompatd/partition"
@@ -24,25 +23,9 @@ import (
 // group of segments all old or all new), every latest value, the log end
 // offset, no .cleaned, .swap or .deleted file, and cleans to the same
 // survivors as a log that was never struck.
-func TestFaultDuringCleaning(t *testing.T) {
-	base := memfs.New()
-	var orig []rec
-	{
-		e := newTestEnv(t, base)
-		e.quiet = true
-		e.open()
-		l := e.topic("c", map[string]string{"segment.bytes": "200", "delete.retention.ms": "0"})
-		for i := 0; i < 30; i++ {
-			r := kv(fmt.Sprint("k", i%5), fmt.Sprint("v", i))
-			if i%7 == 6 {
-				r.Value = nil
-			}
-			e.appendRecs(l, plain, r)
-			e.clock.Advance(time.Millisecond)
-		}
-		orig = readRecs(t, l)
-		e.close()
-	}
+func TestFaultDuringCleaning(t *testing.T) { forEachSwapLayout(t, faultSweep) }
+
+func faultSweep(t *testing.T, base *memfs.FS, orig []rec) {
 	want := func() string {
 		e := newTestEnv(t, base.CrashClone())
 		e.quiet = true

@@ -27,8 +27,17 @@ func (l bytesLog) ReadSegment(base int64, p []byte, off int64) (int, error) {
 func (l bytesLog) CreateCleanedSegment(int64) (vfs.File, error) { return nil, errors.New("no") }
 func (l bytesLog) RemoveCleanedSegment(int64)                   {}
 func (l bytesLog) ReplaceSegments([]int64, int64) error         { return errors.New("no") }
-func (l bytesLog) DeleteSegmentsBefore(int64) (int, error)      { return 0, errors.New("no") }
-func (l bytesLog) Deleted() bool                                { return false }
+func (l bytesLog) WriteCleanedTxnIndex(int64, []partition.AbortedTxnEntry) error {
+	return errors.New("no")
+}
+func (l bytesLog) DeleteSegmentsBefore(int64) (int, error) { return 0, errors.New("no") }
+func (l bytesLog) Deleted() bool                           { return false }
+
+// LastRecordsOfActiveProducers makes the seeds' producer 3 active, its
+// last data batch ending at offset 2.
+func (l bytesLog) LastRecordsOfActiveProducers() map[int64]partition.ProducerLastRecord {
+	return map[int64]partition.ProducerLastRecord{3: {LastDataOffset: 2, Epoch: 0}}
+}
 
 // FuzzFilterSegment feeds arbitrary segment bytes through the reader, the
 // header scan, the offset map and the batch filter. Invariants: never a
@@ -63,7 +72,7 @@ func FuzzFilterSegment(f *testing.F) {
 		if err := p.buildMap(); err != nil {
 			return
 		}
-		p.active = p.scan.activeProducers(p.now, cfg.ProducerIDExpirationMs)
+		p.active = l.LastRecordsOfActiveProducers()
 		txn := newTxnMetadata(p.scan.aborted)
 		r := newSegmentReader(l, 0, int64(len(data)), nil, &throttler{clock: clock.Real{}}, nil)
 		for {

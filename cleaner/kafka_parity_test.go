@@ -2,8 +2,10 @@ package cleaner
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -301,5 +303,110 @@ func TestMinLagUsesLargestTimestamp(t *testing.T) {
 	cfg.MinCompactionLagMs = 5
 	if r := computeRange(segs, offs, 35, -1, cfg, now, func(partition.SegmentInfo) int64 { return -1 }); r.firstUncleanable != 30 {
 		t.Fatalf("first uncleanable %d, want 30", r.firstUncleanable)
+	}
+}
+
+// segmentBases lists a log's segment base offsets.
+func segmentBases(l *partition.Log) []int64 {
+	var out []int64
+	for _, s := range l.Segments() {
+		out = append(out, s.BaseOffset)
+	}
+	return out
+}
+
+// The input of cmd/kcompatd/offline/testdata/kafka/compacted-0 (gen/main.go):
+// an idempotent producer writes keys a, b, c in four rounds, b a
+// tombstone in round 2, each round in a segment of its own (segment.ms
+// 100). Kafka 4.3.1 cleaned the three closed segments into ONE segment at
+// base 0 holding only the batch 6-8 (its tombstone stamped with a
+// horizon), before the active segment 9: the checkpoint is 9.
+func TestKafkaCompactedGolden(t *testing.T) {
+	e := newTestEnv(t, memfs.New())
+	e.open()
+	defer e.close()
+	l := e.topic("compacted", map[string]string{"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"})
+	idem := batchOpts{pid: 6, epoch: 0}
+	for round := 0; round < 4; round++ {
+		var recs []rec
+		for _, k := range []string{"a", "b", "c"} {
+			r := kv(k, fmt.Sprintf("%s-%d", k, round))
+			if round == 2 && k == "b" {
+				r.Value = nil
+			}
+			recs = append(recs, r)
+		}
+		idem.seq = int32(3 * round)
+		e.appendRecs(l, idem, recs...)
+		e.clock.Advance(300 * time.Millisecond)
+		e.cleanAll(l) // Kafka's cleaner ran between the rounds too
+	}
+	e.cleanAll(l)
+	if got := segmentBases(l); !slices.Equal(got, []int64{0, 9}) {
+		t.Fatalf("segments %v, want Kafka's [0 9]", got)
+	}
+	if cp := e.cleaner.Checkpoint(tpOf(l)); cp != 9 {
+		t.Fatalf("checkpoint %d, want 9", cp)
+	}
+	hs := readBatches(t, l)
+	if len(hs) != 2 || hs[0].BaseOffset() != 6 || hs[0].LastOffset() != 8 || hs[0].RecordCount() != 3 ||
+		!hs[0].HasDeleteHorizon() || hs[0].BaseSequence() != 6 || hs[1].BaseOffset() != 9 || hs[1].HasDeleteHorizon() {
+		t.Fatalf("batches %v", hs)
+	}
+}
+
+// Kafka's groupSegmentsBySize bounds a group by the sizes of its
+// segments' real indexes (entries times 8 and 12 bytes), not by an
+// estimate from the log bytes. Here every segment holds three batches
+// with index.interval.bytes 1, so two entries in each index (16 and 24
+// bytes); with segment.index.bytes 64 Kafka puts two segments in a group
+// (the time indexes: 24+24 <= 64 < 72).
+func TestGroupingByIndexSizes(t *testing.T) {
+	e := newTestEnv(t, memfs.New())
+	e.open()
+	defer e.close()
+	l := e.topic("t", map[string]string{"segment.ms": "100", "index.interval.bytes": "1", "segment.index.bytes": "64"})
+	for s := 0; s < 7; s++ {
+		for b := 0; b < 3; b++ {
+			e.appendRecs(l, plain, kv(fmt.Sprintf("k%d", 3*s+b), "v"))
+			e.clock.Advance(time.Millisecond)
+		}
+		e.clock.Advance(300 * time.Millisecond)
+	}
+	e.appendRecs(l, plain, kv("active", "v"))
+	if got := segmentBases(l); !slices.Equal(got, []int64{0, 3, 6, 9, 12, 15, 18, 21}) {
+		t.Fatalf("segments before cleaning %v", got)
+	}
+	e.cleanAll(l)
+	if got := segmentBases(l); !slices.Equal(got, []int64{0, 6, 12, 18, 21}) {
+		t.Fatalf("segments %v, want Kafka's [0 6 12 18 21]", got)
+	}
+	if n := len(readRecs(t, l)); n != 22 {
+		t.Fatalf("%d records, want 22", n)
+	}
+}
+
+// The other way round: a rolled segment's time index holds at least its
+// closing entry (12 bytes) even when index.interval.bytes gives it no
+// other, so with segment.index.bytes 24 Kafka's groups hold two one-batch
+// segments each, where a log-bytes estimate saw no index at all.
+func TestGroupingByClosingTimeIndexEntries(t *testing.T) {
+	e := newTestEnv(t, memfs.New())
+	e.open()
+	defer e.close()
+	l := e.topic("t", map[string]string{"segment.ms": "100", "segment.index.bytes": "24"})
+	for i := 0; i < 6; i++ {
+		e.appendRecs(l, plain, kv(fmt.Sprintf("k%d", i), "v"))
+		e.clock.Advance(300 * time.Millisecond)
+	}
+	e.appendRecs(l, plain, kv("active", "v"))
+	for _, s := range l.Segments()[:6] {
+		if s.OffsetIndexBytes != 0 || s.TimeIndexBytes != 12 {
+			t.Fatalf("segment %d: index bytes %d and %d, want Kafka's 0 and 12", s.BaseOffset, s.OffsetIndexBytes, s.TimeIndexBytes)
+		}
+	}
+	e.cleanAll(l)
+	if got := segmentBases(l); !slices.Equal(got, []int64{0, 2, 4, 6}) {
+		t.Fatalf("segments %v, want Kafka's [0 2 4 6]", got)
 	}
 }

@@ -21,9 +21,11 @@ type Log interface {
 	ReadSegment(base int64, p []byte, off int64) (int, error)
 	CreateCleanedSegment(base int64) (vfs.File, error)
 	RemoveCleanedSegment(base int64)
+	WriteCleanedTxnIndex(base int64, kept []partition.AbortedTxnEntry) error
 	ReplaceSegments(oldBases []int64, newBase int64) error
 	DeleteSegmentsBefore(offset int64) (int, error)
 	Deleted() bool
+	LastRecordsOfActiveProducers() map[int64]partition.ProducerLastRecord
 }
 
 var _ Log = (*partition.Log)(nil)
@@ -141,11 +143,12 @@ type pass struct {
 	abort    func() bool // true when the pass must stop
 	stats    Stats
 
-	segs     []partition.SegmentInfo
-	scan     *logScan
-	rng      cleanRange
-	active   map[int64]*producerEntry
-	firstBad int64 // first offset the pass must not touch
+	segs []partition.SegmentInfo
+	scan *logScan
+	rng  cleanRange
+	// active are the partition's active producers, read for each group
+	// as Kafka's cleanSegments reads lastRecordsOfActiveProducers.
+	active map[int64]partition.ProducerLastRecord
 }
 
 // scanLog reads every batch of the log once for the transaction and
@@ -288,27 +291,37 @@ func (p *pass) buildMap() error {
 
 var errStop = errors.New("stop")
 
-// groupSegments groups the segments to rewrite (Kafka's
-// groupSegmentsBySize): consecutive segments while the group's bytes stay
-// within segment.bytes, its estimated index bytes within
-// segment.index.bytes, and its offsets within an int32 of its base.
-func groupSegments(segs []partition.SegmentInfo, cfg partition.LogConfig) [][]partition.SegmentInfo {
+// groupSegments groups the segments to rewrite as Kafka's
+// Cleaner.groupSegmentsBySize does: a group takes the next segment while
+// the group's log bytes stay within segment.bytes, its offset index bytes
+// and its time index bytes each within segment.index.bytes (the real
+// sizes of the segments' indexes before cleaning), and the next segment's
+// last offset stays within an int32 of the group's base offset; that
+// last offset is estimated as the base of the segment after it minus
+// one, or for the last segment firstUncleanable minus one, and not
+// checked for an empty segment (KAFKA-12889).
+func groupSegments(segs []partition.SegmentInfo, cfg partition.LogConfig, firstUncleanable int64) [][]partition.SegmentInfo {
 	var groups [][]partition.SegmentInfo
-	interval := max(int64(cfg.IndexIntervalBytes), 1)
 	for len(segs) > 0 {
-		g := []partition.SegmentInfo{segs[0]}
-		size := segs[0].Size
+		g := segs[:1:1]
+		logBytes, offIdx, timeIdx := segs[0].Size, segs[0].OffsetIndexBytes, segs[0].TimeIndexBytes
 		segs = segs[1:]
 		for len(segs) > 0 {
 			n := segs[0]
-			idx := (size + n.Size) / interval
-			lastEstimate := n.NextOffset - 1
-			if size+n.Size > int64(cfg.SegmentBytes) || idx*8 > int64(cfg.SegmentIndexBytes) ||
-				idx*12 > int64(cfg.SegmentIndexBytes) || (n.Size > 0 && lastEstimate-g[0].BaseOffset > math.MaxInt32) {
+			lastEstimate := firstUncleanable - 1
+			if len(segs) > 1 {
+				lastEstimate = segs[1].BaseOffset - 1
+			}
+			if logBytes+n.Size > int64(cfg.SegmentBytes) ||
+				offIdx+n.OffsetIndexBytes > int64(cfg.SegmentIndexBytes) ||
+				timeIdx+n.TimeIndexBytes > int64(cfg.SegmentIndexBytes) ||
+				(n.Size > 0 && lastEstimate-g[0].BaseOffset > math.MaxInt32) {
 				break
 			}
 			g = append(g, n)
-			size += n.Size
+			logBytes += n.Size
+			offIdx += n.OffsetIndexBytes
+			timeIdx += n.TimeIndexBytes
 			segs = segs[1:]
 		}
 		groups = append(groups, g)
@@ -350,14 +363,13 @@ func (p *pass) run(checkpoint int64) (next int64, ok bool, err error) {
 		return p.rng.firstDirty, false, nil
 	}
 	p.stats.EndOffset = end
-	p.active = p.scan.activeProducers(p.now, p.opts.ProducerIDExpirationMs)
 	var toClean []partition.SegmentInfo
 	for _, s := range p.segs[:len(p.segs)-1] {
 		if s.BaseOffset < end {
 			toClean = append(toClean, s)
 		}
 	}
-	groups := groupSegments(toClean, p.cfg)
+	groups := groupSegments(toClean, p.cfg, p.rng.firstUncleanable)
 	p.stats.Groups = len(groups)
 	txn := newTxnMetadata(p.scan.aborted)
 	for _, g := range groups {
@@ -375,6 +387,8 @@ func (p *pass) run(checkpoint int64) (next int64, ok bool, err error) {
 // after the group's first base offset and swaps it in.
 func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 	base := g[0].BaseOffset
+	p.active = p.log.LastRecordsOfActiveProducers()
+	txn.indexed = txn.indexed[:0]
 	f, err := p.log.CreateCleanedSegment(base)
 	if err != nil {
 		return err
@@ -434,6 +448,17 @@ func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 		return err
 	}
 	p.stats.BytesWritten += written
+	// The group's .txnindex: the aborted transactions whose markers it
+	// keeps because it still met their data (Kafka's cleanedIndex). The
+	// LSO at the abort is the partition's, or at least the first offset.
+	kept := make([]partition.AbortedTxnEntry, len(txn.indexed))
+	for i, a := range txn.indexed {
+		kept[i] = partition.AbortedTxnEntry{ProducerID: a.producerID, FirstOffset: a.firstOffset, LastOffset: a.lastOffset, LastStableOffset: a.firstOffset}
+	}
+	if err := p.log.WriteCleanedTxnIndex(base, kept); err != nil {
+		p.log.RemoveCleanedSegment(base)
+		return err
+	}
 	bases := make([]int64, len(g))
 	for i, s := range g {
 		bases[i] = s.BaseOffset
@@ -465,13 +490,16 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 		canDiscard = txn.onBatch(h)
 		discardRecords = canDiscard
 	}
+	// The last batch of an active producer stays, even emptied: its last
+	// data batch, or when its epoch has none, its control batches of
+	// that epoch (Kafka's isBatchLastRecordOfProducer).
 	retainEmpty := false
 	if pid := h.ProducerID(); pid >= 0 {
-		if e := p.active[pid]; e != nil {
-			if e.lastDataOffset >= 0 {
-				retainEmpty = h.LastOffset() == e.lastDataOffset
+		if e, ok := p.active[pid]; ok {
+			if e.LastDataOffset >= 0 {
+				retainEmpty = h.LastOffset() == e.LastDataOffset
 			} else {
-				retainEmpty = h.Control() && h.ProducerEpoch() == e.epoch
+				retainEmpty = h.Control() && h.ProducerEpoch() == e.Epoch
 			}
 		}
 	}

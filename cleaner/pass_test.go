@@ -2,6 +2,7 @@ package cleaner
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -248,6 +249,55 @@ func TestComputeRange(t *testing.T) {
 			if r.firstDirty != tc.firstDirty || r.firstUncleanable != tc.unc || r.cleanBytes != tc.clean ||
 				r.cleanableBytes != tc.cleanable || r.forced != tc.forced || r.resetCheckpoint != tc.reset {
 				t.Fatalf("got %+v", r)
+			}
+		})
+	}
+}
+
+// groupSegments follows Kafka's groupSegmentsBySize (LogCleanerTest
+// testSegmentGrouping*): log bytes within segment.bytes, each index's
+// bytes within segment.index.bytes, offsets within an int32 of the
+// group's base (estimated from the next segment's base, or the first
+// uncleanable offset for the last), and no offset check for an empty
+// segment.
+func TestGroupSegments(t *testing.T) {
+	seg := func(base, size, offIdx, timeIdx int64) partition.SegmentInfo {
+		return partition.SegmentInfo{BaseOffset: base, Size: size, OffsetIndexBytes: offIdx, TimeIndexBytes: timeIdx}
+	}
+	cfg := partition.DefaultLogConfig()
+	cfg.SegmentBytes = 100
+	cfg.SegmentIndexBytes = 40
+	for _, c := range []struct {
+		name             string
+		segs             []partition.SegmentInfo
+		firstUncleanable int64
+		want             [][]int64
+	}{
+		{"log bytes", []partition.SegmentInfo{seg(0, 50, 0, 12), seg(10, 50, 0, 12), seg(20, 1, 0, 0), seg(30, 100, 0, 0)}, 40,
+			[][]int64{{0, 10}, {20}, {30}}},
+		{"offset index", []partition.SegmentInfo{seg(0, 1, 24, 0), seg(10, 1, 16, 0), seg(20, 1, 8, 0)}, 30,
+			[][]int64{{0, 10}, {20}}},
+		{"time index", []partition.SegmentInfo{seg(0, 1, 0, 24), seg(10, 1, 0, 12), seg(20, 1, 0, 12)}, 30,
+			[][]int64{{0, 10}, {20}}},
+		{"int32 offsets", []partition.SegmentInfo{seg(0, 1, 0, 0), seg(math.MaxInt32-5, 1, 0, 0), seg(math.MaxInt32+1, 1, 0, 0),
+			seg(math.MaxInt32+3, 1, 0, 0)}, math.MaxInt32 + 10,
+			[][]int64{{0, math.MaxInt32 - 5}, {math.MaxInt32 + 1, math.MaxInt32 + 3}}},
+		{"empty segment past int32", []partition.SegmentInfo{seg(0, 1, 0, 0), seg(100, 0, 0, 0)}, math.MaxInt32 + 200,
+			[][]int64{{0, 100}}},
+		{"last segment judged by first uncleanable", []partition.SegmentInfo{seg(0, 1, 0, 0), seg(100, 1, 0, 0)}, math.MaxInt32 + 2,
+			[][]int64{{0}, {100}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got [][]int64
+			for _, g := range groupSegments(c.segs, cfg, c.firstUncleanable) {
+				var bases []int64
+				for _, s := range g {
+					bases = append(bases, s.BaseOffset)
+				}
+				got = append(got, bases)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("groups %v, want %v", got, c.want)
 			}
 		})
 	}

@@ -1,15 +1,21 @@
 package cleaner
 
-// Transaction and producer bookkeeping for a pass, from batch headers.
+// Transaction bookkeeping for a pass.
 //
-// Kafka takes aborted transactions from the .txnindex and the producers'
-// last batches from its producer state. Neither exists in partition/ yet,
-// so a pass derives both from one scan of the whole log's batch headers:
-// an ABORT marker of producer P aborts P's transactional data batches
-// since P's previous marker; a producer's last batch is its last data
-// batch in the log. The results are the same as Kafka's wherever its
-// indexes are correct, and the cleaner switches to partition's producer
-// state without changing its rules once that exists.
+// Two parts, as in Kafka's cleaner. First the aborted transactions, from
+// one scan of the whole log's batch headers (logScan): an ABORT marker of
+// producer P aborts P's transactional data batches since P's previous
+// marker. Kafka reads them from the .txnindex; the results are the same
+// wherever that index is correct. Then, batch by batch through the
+// rewrite, txnMetadata (Kafka's CleanedTransactionMetadata) says which
+// data batches are aborted, which markers no longer guard any data, and
+// which aborted transactions go into the cleaned segment's .txnindex
+// (those whose marker must stay).
+//
+// The producers' last batches, which the rewrite keeps, are not decided
+// here: they come from the partition's producer state
+// (Log.LastRecordsOfActiveProducers, Kafka's lastRecordsOfActiveProducers),
+// read for each group; see filterBatch.
 
 import (
 	"sort"
@@ -25,19 +31,12 @@ type abortedTxn struct {
 	lastOffset  int64
 }
 
-// producerEntry is what a pass knows of a producer (Kafka's
-// ProducerStateEntry, reduced to what the cleaner reads).
-type producerEntry struct {
-	lastDataOffset int64 // lastOffset of its last data batch, -1 if none
-	epoch          int16 // epoch of its last batch
-	lastTimestamp  int64 // maxTimestamp of its last batch
-	openTxnFirst   int64 // first offset of its open transaction, -1 if none
-}
-
 // logScan is what one scan of every batch header of a log yields.
 type logScan struct {
-	producers map[int64]*producerEntry
-	aborted   []abortedTxn // sorted by firstOffset
+	// openTxn is the first offset of each producer's transaction that no
+	// marker has ended yet in the log, by producer id.
+	openTxn map[int64]int64
+	aborted []abortedTxn // sorted by firstOffset
 	// firstUnstable is the first offset of the oldest open transaction
 	// (bounds the LSO), or -1.
 	firstUnstable int64
@@ -50,7 +49,7 @@ type logScan struct {
 }
 
 func newLogScan() *logScan {
-	return &logScan{producers: map[int64]*producerEntry{}, firstUnstable: -1, firstBatchMaxTs: map[int64]int64{}, records: map[int64]int64{}}
+	return &logScan{openTxn: map[int64]int64{}, firstUnstable: -1, firstBatchMaxTs: map[int64]int64{}, records: map[int64]int64{}}
 }
 
 // add notes one batch. ctrlType is the control record's type (-1 when the
@@ -60,28 +59,21 @@ func (s *logScan) add(h recordbatch.Header, ctrlType int16) {
 	if pid < 0 {
 		return
 	}
-	p := s.producers[pid]
-	if p == nil {
-		p = &producerEntry{lastDataOffset: -1, openTxnFirst: -1}
-		s.producers[pid] = p
-	}
-	p.epoch = h.ProducerEpoch()
-	p.lastTimestamp = h.MaxTimestamp()
+	first, open := s.openTxn[pid]
 	if !h.Control() {
-		p.lastDataOffset = h.LastOffset()
-		if h.Transactional() && p.openTxnFirst < 0 {
-			p.openTxnFirst = h.BaseOffset()
+		if h.Transactional() && !open {
+			s.openTxn[pid] = h.BaseOffset()
 		}
 		return
 	}
 	switch ctrlType {
 	case recordbatch.ControlAbort:
-		if p.openTxnFirst >= 0 {
-			s.aborted = append(s.aborted, abortedTxn{producerID: pid, firstOffset: p.openTxnFirst, lastOffset: h.LastOffset()})
+		if open {
+			s.aborted = append(s.aborted, abortedTxn{producerID: pid, firstOffset: first, lastOffset: h.LastOffset()})
 		}
-		p.openTxnFirst = -1
+		delete(s.openTxn, pid)
 	case recordbatch.ControlCommit:
-		p.openTxnFirst = -1
+		delete(s.openTxn, pid)
 	}
 }
 
@@ -89,24 +81,11 @@ func (s *logScan) add(h recordbatch.Header, ctrlType int16) {
 // offset.
 func (s *logScan) finish() {
 	sort.Slice(s.aborted, func(i, j int) bool { return s.aborted[i].firstOffset < s.aborted[j].firstOffset })
-	for _, p := range s.producers {
-		if p.openTxnFirst >= 0 && (s.firstUnstable < 0 || p.openTxnFirst < s.firstUnstable) {
-			s.firstUnstable = p.openTxnFirst
+	for _, first := range s.openTxn {
+		if s.firstUnstable < 0 || first < s.firstUnstable {
+			s.firstUnstable = first
 		}
 	}
-}
-
-// activeProducers returns the producers Kafka would still hold in its
-// producer state at now: an open transaction, or a last batch newer than
-// producer.id.expiration.ms.
-func (s *logScan) activeProducers(now, expirationMs int64) map[int64]*producerEntry {
-	out := make(map[int64]*producerEntry, len(s.producers))
-	for pid, p := range s.producers {
-		if p.openTxnFirst >= 0 || now-p.lastTimestamp < expirationMs {
-			out[pid] = p
-		}
-	}
-	return out
 }
 
 // txnMetadata follows transactions through the batches of a pass (Kafka's
@@ -121,6 +100,10 @@ type txnMetadata struct {
 	// committed are producers with transactional data met since their
 	// last marker in this pass.
 	committed map[int64]bool
+	// indexed are the aborted transactions whose ABORT marker was met and
+	// could not be discarded since the group began (Kafka's cleanedIndex):
+	// the cleaned segment's .txnindex.
+	indexed []abortedTxn
 }
 
 type ongoingAbort struct {
@@ -157,7 +140,8 @@ func (t *txnMetadata) onBatch(h recordbatch.Header) bool {
 
 // onControl is called for every control batch (ctrlType -1 when it has no
 // record); it reports whether the marker may be discarded: no batch of its
-// transaction was met in this pass.
+// transaction was met in this pass. An ABORT marker that must stay is
+// added to indexed.
 func (t *txnMetadata) onControl(h recordbatch.Header, ctrlType int16) bool {
 	t.consumeUpTo(h.LastOffset())
 	if ctrlType < 0 {
@@ -168,7 +152,11 @@ func (t *txnMetadata) onControl(h recordbatch.Header, ctrlType int16) bool {
 	case recordbatch.ControlAbort:
 		a := t.ongoing[pid]
 		delete(t.ongoing, pid)
-		return a == nil || !a.seen
+		if a == nil || !a.seen {
+			return true
+		}
+		t.indexed = append(t.indexed, a.txn)
+		return false
 	case recordbatch.ControlCommit:
 		had := t.committed[pid]
 		delete(t.committed, pid)

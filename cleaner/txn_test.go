@@ -2,6 +2,7 @@ package cleaner
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,9 +10,8 @@ import (
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
-// Transactions are not built yet in partition/ and protocol/; these tests
-// write transactional batches and markers straight into the log, as the
-// transaction coordinator will.
+// These tests write transactional batches and markers straight into the
+// log, as the transaction coordinator does.
 
 // dirtyPass appends a record of a fresh key (so the previous active segment
 // becomes cleanable) and cleans.
@@ -72,6 +72,19 @@ func TestLSOBoundWithOpenTransaction(t *testing.T) {
 	}
 }
 
+// abortedTxnLog creates topic t, one batch per segment: a=1 at 0, a=bad
+// at 1 in a transaction of producer 9 (epoch 0) that the ABORT marker at 2
+// ends, and z=1 at 3.
+func (e *env) abortedTxnLog() *partition.Log {
+	e.t.Helper()
+	l := e.topic("t", oneBatchPerSegment)
+	e.appendRecs(l, plain, kv("a", "1"))
+	e.appendRecs(l, batchOpts{pid: 9, epoch: 0, seq: 0, transactional: true}, kv("a", "bad"))
+	e.appendMarker(l, 9, 0, false)
+	e.appendRecs(l, plain, kv("z", "1"))
+	return l
+}
+
 // Aborted data never enters the offset map (it would delete the committed
 // value before it), goes in the first pass, and its marker goes two passes
 // after its last batch: one stamps the horizon, one drops it.
@@ -79,11 +92,7 @@ func TestAbortedDataAndMarkerRemoval(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", oneBatchPerSegment)
-	e.appendRecs(l, plain, kv("a", "1"))                                                      // 0
-	e.appendRecs(l, batchOpts{pid: 9, epoch: 0, seq: 0, transactional: true}, kv("a", "bad")) // 1
-	e.appendMarker(l, 9, 0, false)                                                            // 2
-	e.appendRecs(l, plain, kv("z", "1"))                                                      // 3
+	l := e.abortedTxnLog()
 	e.cleanAll(l)
 	if s := survivors(readRecs(t, l)); s != "a=1 z=1 " {
 		t.Fatalf("survivors %q", s)
@@ -101,6 +110,7 @@ func TestAbortedDataAndMarkerRemoval(t *testing.T) {
 	// that pass (its batch was seen), is stamped the next, and dropped
 	// after delete.retention.ms.
 	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)
 	e.dirtyPass(l)
 	vs = views(t, l)
 	if _, ok := findBatch(vs, 1); ok {
@@ -131,8 +141,9 @@ func TestCommitMarkerRemoval(t *testing.T) {
 	e.appendRecs(l, batchOpts{pid: 3, epoch: 0, seq: 0, transactional: true}, kv("k", "1")) // 0
 	e.appendMarker(l, 3, 0, true)                                                           // 1
 	e.appendRecs(l, plain, kv("k", "2"))                                                    // 2
-	e.clock.Advance(25 * time.Hour)                                                         // producer expired
-	e.appendRecs(l, plain, kv("z", "1"))                                                    // 3
+	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)                 // the producer is forgotten
+	e.appendRecs(l, plain, kv("z", "1")) // 3
 	e.cleanAll(l)
 	vs := views(t, l)
 	if _, ok := findBatch(vs, 0); ok {
@@ -199,5 +210,106 @@ func TestUserKeyEqualToMarkerKey(t *testing.T) {
 	e.cleanAll(l)
 	if v, ok := findBatch(views(t, l), 1); !ok || !v.control || v.records != 1 {
 		t.Fatalf("marker: %+v %v", v, ok)
+	}
+}
+
+// expireProducers runs the partition's producer expiry now, as its
+// periodic check would (Kafka's removeExpiredProducers), so that a test
+// decides when it happens.
+func (e *env) expireProducers(l *partition.Log) {
+	e.t.Helper()
+	l.ExpireProducers(partition.DefaultProducerIDExpirationMs)
+}
+
+// With transaction.version 2 every marker bumps the producer epoch, and
+// the new epoch starts with no data batch in the producer state: Kafka's
+// lastRecordsOfActiveProducers then names no data offset, and the
+// cleaner keeps the producer's control batches of the current epoch
+// instead (Cleaner.cleanInto, isBatchLastRecordOfProducer). So the
+// superseded data batch of the old epoch goes at once, and the marker,
+// once past its delete horizon, stays as an empty control batch while
+// the producer is active.
+func TestLastBatchFromProducerStateAfterEpochBump(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.open()
+	defer e.close()
+	l := e.topic("t", oneBatchPerSegment)
+	e.appendRecs(l, batchOpts{pid: 11, epoch: 0, seq: 0, transactional: true}, kv("k", "1")) // 0
+	e.appendMarker(l, 11, 1, true)                                                           // 1: COMMIT, epoch bumped
+	e.appendRecs(l, plain, kv("k", "2"))                                                     // 2
+	e.appendRecs(l, plain, kv("z", "1"))                                                     // 3
+	e.cleanAll(l)
+	vs := views(t, l)
+	if v, ok := findBatch(vs, 0); ok {
+		t.Fatalf("data batch of the old epoch kept: %+v (all %+v)", v, vs)
+	}
+	if v, ok := findBatch(vs, 1); !ok || !v.control || v.records != 1 || v.horizon {
+		t.Fatalf("marker in the pass that removed its data: %+v %v", v, ok)
+	}
+	e.dirtyPass(l) // stamps the marker's horizon
+	if v, ok := findBatch(views(t, l), 1); !ok || !v.horizon {
+		t.Fatalf("marker not stamped: %+v %v", v, ok)
+	}
+	e.clock.Advance(2 * time.Second)
+	e.dirtyPass(l)
+	if v, ok := findBatch(views(t, l), 1); !ok || !v.control || v.records != 0 {
+		t.Fatalf("active producer's marker past its horizon: %+v %v, want an empty control batch", v, ok)
+	}
+	// Once the partition forgets the producer, the empty batch goes.
+	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)
+	e.dirtyPass(l)
+	if v, ok := findBatch(views(t, l), 1); ok {
+		t.Fatalf("expired producer's marker kept: %+v", v)
+	}
+}
+
+// The cleaned .txnindex holds an aborted transaction exactly while its
+// ABORT marker cannot yet be discarded, that is while the pass still met
+// a batch of the transaction (Kafka's CleanedTransactionMetadata
+// .onControlBatchRead appends to the cleaned index only then). The pass
+// after the last batch went keeps the marker, stamps its horizon, and
+// drops the entry; read_committed no longer needs it, there is no data
+// left to filter.
+func TestAbortedTxnIndexEntryGoesWithLastBatch(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.open()
+	defer e.close()
+	l := e.abortedTxnLog()
+	entries := func() []partition.AbortedTxn { return l.AbortedTransactions(0, l.Offsets().LogEndOffset) }
+	if got := entries(); len(got) != 1 || got[0].ProducerID != 9 || got[0].FirstOffset != 1 {
+		t.Fatalf("before cleaning: %+v", got)
+	}
+	// The producer's last batch stays as a header: a batch of the
+	// transaction, so the marker and its entry stay.
+	e.cleanAll(l)
+	if got := entries(); len(got) != 1 {
+		t.Fatalf("entry with the producer's batch kept: %+v", got)
+	}
+	// The producer expires: this pass removes the last batch and still
+	// met it, so the marker stays unstamped and indexed.
+	e.clock.Advance(25 * time.Hour)
+	e.expireProducers(l)
+	e.dirtyPass(l)
+	if got := entries(); len(got) != 1 {
+		t.Fatalf("entry in the pass that removed the last batch: %+v", got)
+	}
+	// The next pass meets only the marker: discardable, stamped, and no
+	// longer indexed, though it stays until its horizon.
+	e.dirtyPass(l)
+	if v, ok := findBatch(views(t, l), 2); !ok || !v.horizon {
+		t.Fatalf("marker not stamped: %+v %v", v, ok)
+	}
+	if got := entries(); len(got) != 0 {
+		t.Fatalf("entry of a discardable marker kept: %+v", got)
+	}
+	files, err := e.fs.ReadDir(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), ".txnindex") {
+			t.Fatalf("%s left without entries (Kafka writes none)", f.Name())
+		}
 	}
 }

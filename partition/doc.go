@@ -89,8 +89,9 @@
 // See maintenance.go: Segments, ReadSegment, ReplaceSegments (the swap of
 // cleaned output through .cleaned, .swap and .deleted files),
 // DeleteSegmentsBefore (retention), and AdvanceLogStartOffset
-// (DeleteRecords); cleaner_support.go: the cleaner's output file and the
-// cleaner-offset-checkpoint.
+// (DeleteRecords); cleaner_support.go: the cleaner's output files (the
+// .log.cleaned and its .txnindex.cleaned), the active producers' last
+// records from the producer state, and the cleaner-offset-checkpoint.
 //
 // # Locks
 //

@@ -42,8 +42,12 @@ type SegmentInfo struct {
 	// the last segment it replaced, as Kafka does, so an emptied segment
 	// is as old as what it replaced.
 	LargestTimestamp int64
-	Active           bool
-	LogPath          string // the .log file, for naming the cleaner's output
+	// OffsetIndexBytes and TimeIndexBytes are the sizes of the segment's
+	// .index and .timeindex entries (Kafka's sizeInBytes of an inactive
+	// segment's trimmed indexes), which bound the cleaner's groups.
+	OffsetIndexBytes, TimeIndexBytes int64
+	Active                           bool
+	LogPath                          string // the .log file, for naming the cleaner's output
 }
 
 // Segments returns the log's segments, oldest first.
@@ -88,6 +92,7 @@ func (l *Log) segmentsSnapshot() []SegmentInfo {
 			Active:           s == l.active,
 			LogPath:          s.path(logSuffix),
 		}
+		out[i].OffsetIndexBytes, out[i].TimeIndexBytes = s.indexBytes()
 	}
 	return out
 }
@@ -120,7 +125,9 @@ func (l *Log) ReadSegment(base int64, p []byte, off int64) (int, error) {
 // one segment with base offset newBase (normally oldBases[0]) already
 // written and fsynced as "<newBase>.log.cleaned", with optional
 // ".index.cleaned" and ".timeindex.cleaned" files (rebuilt when missing
-// or inconsistent). As in Kafka's replaceSegments the steps are: rename
+// or inconsistent) and an optional ".txnindex.cleaned"
+// (WriteCleanedTxnIndex; without one the new segment indexes the old
+// segments' aborted transactions whose markers it holds). As in Kafka's replaceSegments the steps are: rename
 // .cleaned to .swap, install the new segment, rename the old segments'
 // files to .deleted, rename .swap to the final names, fsync the directory;
 // a crash at any step leaves the old set or the new set (see
@@ -150,7 +157,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 			l.store.markOffline(err)
 		}
 		seg.close()
-		for _, suf := range suffixes {
+		for _, suf := range append(suffixes, txnIndexSuffix) {
 			fsys.Remove(final(suf) + cleanedSuffix)
 		}
 		return err

@@ -239,19 +239,19 @@ func collectAborted(entries []abortedEntry, from, upTo int64, out []AbortedTxn) 
 
 // swapAbortedEntries prepares the .txnindex of a cleaner's output segment
 // seg replacing old: the cleaner's own "<base>.txnindex.cleaned" if it
-// wrote one, else the old segments' entries whose ABORT marker the
-// cleaned log still holds. Kafka's cleaner keeps an aborted transaction's
-// marker (and re-indexes it) exactly while data of the transaction
-// remains, so read_committed fetches of the cleaned range still filter
-// that data, and drops the entry with the marker. The entries are written
-// to cleanedPath (when there are any) and installed in seg; it reports
-// whether the file exists.
+// wrote one (WriteCleanedTxnIndex; an empty one means no entries), else
+// the old segments' entries whose ABORT marker the cleaned output still
+// holds. The entries are written to cleanedPath (when there are any) and
+// installed in seg; it reports whether the file exists.
 func (l *Log) swapAbortedEntries(seg *segment, old []*segment, cleanedPath string) (bool, error) {
 	fsys := l.store.fs
 	if data, err := readFile(fsys, cleanedPath, maxTxnIndexBytes); err == nil {
 		entries, derr := decodeTxnEntries(data)
 		if derr != nil {
 			return false, derr
+		}
+		if len(entries) == 0 {
+			return false, fsys.Remove(cleanedPath)
 		}
 		seg.txn.entries = entries
 		seg.publishAborted()
@@ -271,34 +271,41 @@ func (l *Log) swapAbortedEntries(seg *segment, old []*segment, cleanedPath strin
 		return false, err
 	}
 	var keep []abortedEntry
-	var buf []byte
 	for _, e := range cand {
 		if markers[e.lastOffset] {
 			keep = append(keep, e)
-			buf = appendTxnEntry(buf, e)
 		}
 	}
 	if len(keep) == 0 {
 		return false, nil
 	}
-	f, err := fsys.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return false, err
-	}
-	if _, err := f.WriteAt(buf, 0); err != nil {
-		f.Close()
-		return false, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return false, err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeTxnIndexFile(fsys, cleanedPath, keep); err != nil {
 		return false, err
 	}
 	seg.txn.entries = keep
 	seg.publishAborted()
 	return true, nil
+}
+
+// writeTxnIndexFile writes entries to a new file at path and fsyncs it.
+func writeTxnIndexFile(fsys vfs.FS, path string, entries []abortedEntry) error {
+	var buf []byte
+	for _, e := range entries {
+		buf = appendTxnEntry(buf, e)
+	}
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(buf, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // controlBatchOffsets returns the base offsets of a segment's control
