@@ -7,7 +7,6 @@ package partition
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -85,7 +84,7 @@ func (s *Store) WriteCleanerCheckpoint(m map[TopicPartition]int64) error {
 	}
 	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, cleanerCheckpointFile), encodeOffsetCheckpoint(in)); err != nil {
 		s.markOffline(err) // as Kafka's LogCleanerManager.updateCheckpoints
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }

@@ -14,6 +14,10 @@ var (
 	ErrRecordTooLarge    = errors.New("partition: batch larger than max.message.bytes") // MESSAGE_TOO_LARGE
 	ErrStorage           = errors.New("partition: storage error, log dir offline")      // KAFKA_STORAGE_ERROR
 	ErrClosed            = errors.New("partition: store closed")
+	// ErrResourceLimit is a request that ran out of file descriptors
+	// (EMFILE, ENFILE): it failed alone, the data dir stays online
+	// (offline.go).
+	ErrResourceLimit = errors.New("partition: out of file descriptors")
 	// ErrMetadataTooLarge refuses a change that would make a metadata file
 	// (the topic catalog, the dynamic broker configs, the client quotas)
 	// larger than start-up reads, so no request can leave a data dir the

@@ -140,7 +140,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 		if !l.gone.Load() {
 			l.store.markOffline(err)
 		}
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	// abort drops the cleaner's output, as Kafka does when a cleaning
 	// cannot complete; the old segments stay. An I/O error takes the data
@@ -157,7 +157,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	}
 	st, err := seg.log.Stat()
 	if err != nil {
-		return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		return abort(storageError(err))
 	}
 	seg.size.Store(st.Size())
 
@@ -183,10 +183,10 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	}
 	if !l.loadIndexes(seg, next, false) || (seg.size.Load() > 0 && seg.timeIdx.n.Load() == 0) {
 		if _, _, err := l.recoverSegment(seg, false); err != nil {
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 		if err := seg.syncIndexes(); err != nil {
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 	}
 	// The aborted transactions whose markers the output keeps.
@@ -194,7 +194,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	firstOld, _, _ := check(oldSegs)
 	hasTxn, err := l.swapAbortedEntries(seg, oldSegs[firstOld:firstOld+len(oldBases)], final(txnIndexSuffix)+cleanedSuffix)
 	if err != nil {
-		return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		return abort(storageError(err))
 	}
 	if hasTxn {
 		suffixes = append(suffixes, txnIndexSuffix)
@@ -209,12 +209,12 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 		mtime := fi.ModTime()
 		for _, suf := range suffixes {
 			if err := fsys.Chtimes(final(suf)+cleanedSuffix, mtime, mtime); err != nil {
-				return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+				return abort(storageError(err))
 			}
 		}
 		// Make the time durable with the data (an fsync writes the inode).
 		if err := seg.log.Sync(); err != nil {
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 	}
 
@@ -239,7 +239,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 				fsys.Remove(final(suf) + swapSuffix)
 			}
 			l.mu.Unlock()
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 	}
 	old := append([]*segment(nil), segs[first:first+len(oldBases)]...)
@@ -259,7 +259,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	for _, suf := range suffixes {
 		if err := fsys.Rename(final(suf)+swapSuffix, final(suf)); err != nil {
 			l.store.markOffline(err)
-			return fmt.Errorf("%w: %v", ErrStorage, err)
+			return storageError(err)
 		}
 	}
 	return l.syncDirSafely()
@@ -290,7 +290,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 		if err := l.rollLocked(offset, cfg); err != nil {
 			l.fail(err)
 			l.mu.Unlock()
-			return 0, fmt.Errorf("%w: %v", ErrStorage, err)
+			return 0, storageError(err)
 		}
 		// The high watermark now sits at the start of the new segment.
 		l.hw.Store(&hwMark{offset: offset, segBase: offset, pos: 0})
@@ -327,7 +327,7 @@ func (l *Log) retire(old []*segment) error {
 	for _, s := range old {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w: %v", ErrStorage, err)
+				return storageError(err)
 			}
 		}
 	}

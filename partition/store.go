@@ -488,12 +488,12 @@ func (s *Store) createLogs(t *Topic, total int32) (err error) {
 		// before the catalog was written, so create finds none.
 		l, err := s.openLog(logParams{topic: t.Name, partition: p, id: t.ID, cfg: t.Config, recoveryPoint: -1, logStart: -1, create: true})
 		if err != nil {
-			return fmt.Errorf("%w: creating %s-%d: %v", ErrStorage, t.Name, p, err)
+			return storageError(fmt.Errorf("creating %s-%d: %w", t.Name, p, err))
 		}
 		t.Partitions = append(t.Partitions, l)
 	}
 	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }
@@ -609,7 +609,7 @@ func (s *Store) DeleteTopic(name string) error {
 	s.logger.Info().Str("topic", name).Msg("topic deleted")
 	if firstErr != nil {
 		s.markOffline(firstErr)
-		return fmt.Errorf("%w: %v", ErrStorage, firstErr)
+		return storageError(firstErr)
 	}
 	return nil
 }
@@ -739,7 +739,7 @@ func (s *Store) WriteCheckpoints() error {
 		// As Kafka's LogManager: a checkpoint that cannot be written
 		// takes the log dir offline.
 		s.markOffline(err)
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }
