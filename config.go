@@ -210,6 +210,12 @@ type Config struct {
 	// version kcompatd implements). It lets a client be tested against
 	// the protocol an older Kafka spoke.
 	KafkaVersion string
+	// LogOpenSegmentsMax bounds the idle inactive segments whose files
+	// (.log, .index, .timeindex: three descriptors each) stay open
+	// (kcompatd.log.open.segments.max, kcompatd's own; default 128).
+	// Kafka keeps every segment's .log open; kcompatd opens inactive
+	// segments on demand and closes the least recently used past this.
+	LogOpenSegmentsMax int32
 
 	// Clock is the time source (nil: the wall clock). Not a property.
 	Clock clock.Clock
@@ -543,6 +549,12 @@ var properties = []property{
 		check:       checkKafkaVersion,
 		defaultNote: "empty: everything implemented",
 		note:        "caps the advertised and served API versions at a Kafka release, e.g. `3.5`, `2.8.1`, `0.11.0` (franz-go's `kversion` tables), to test a client against an older Kafka; an API the release lacks is neither advertised nor served (before 0.11 there is no Produce v3, so nothing can be produced)",
+	},
+	{
+		Def: configdef.Def{Name: "kcompatd.log.open.segments.max", Type: configdef.Int, Default: "128", Range: configdef.AtLeast(1),
+			Doc: "kcompatd's own: the idle inactive segments whose files stay open, least recently used closed first; active segments and segments in use stay open besides."},
+		field: func(c *Config) any { return &c.LogOpenSegmentsMax },
+		note:  "idle inactive segments whose three files stay open; the least recently used past it, and any idle for a minute, are closed and reopened on demand (Kafka keeps every .log open)",
 	},
 }
 

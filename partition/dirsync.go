@@ -35,7 +35,7 @@ func (l *Log) syncDirAfter(synced []*segment) error {
 			}
 		}
 		for _, s := range cur[j:] {
-			if err := s.log.Sync(); err != nil {
+			if err := s.syncData(false); err != nil {
 				return err
 			}
 		}

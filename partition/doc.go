@@ -84,6 +84,13 @@
 // (Kafka's VerificationGuard): the producer's marker clears it, so a
 // batch verified just before its transaction ended cannot open a new one.
 //
+// # Open files
+//
+// See segment_files.go: the active segment's files stay open; inactive
+// segments are opened when used and closed when idle (a bounded cache per
+// store, Config.OpenSegments). Running out of descriptors fails the
+// request that hit it and never takes the data dir offline (offline.go).
+//
 // # Cleaner and retention
 //
 // See maintenance.go: Segments, ReadSegment, ReplaceSegments (the swap of

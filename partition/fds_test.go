@@ -58,3 +58,119 @@ func TestEMFILEFailsOnlyTheRequest(t *testing.T) {
 		t.Fatalf("read %d batches, want 3", got)
 	}
 }
+
+// TestSegmentFilesOpenLazily: start-up opens only the active segment's
+// files (after a clean shutdown, and after a crash only the segments past
+// the recovery point too), reading every segment keeps the open files
+// within the cache's bound, idle segments are closed by the sweep, and a
+// descriptor limit hit while opening an idle segment for a read fails
+// that read alone.
+func TestSegmentFilesOpenLazily(t *testing.T) {
+	const nsegs, cacheSize = 60, 4
+	e := newEnv(t)
+	e.openSegments = cacheSize
+	s := e.open()
+	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	for i := 0; i < nsegs; i++ {
+		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
+	}
+	if n := len(*l.segs.Load()); n != nsegs {
+		t.Fatalf("%d segments, want %d", n, nsegs)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fs.open.Load(); n != 0 {
+		t.Fatalf("%d files open after Close", n)
+	}
+
+	opened := e.fs.opened.Load()
+	s = e.open()
+	defer func() { s.Close() }()
+	l, _ = s.Log("t", 0)
+	atStart := e.fs.open.Load()
+	t.Logf("after a clean start with %d segments: %d files open, %d opened by start-up", nsegs, atStart, e.fs.opened.Load()-opened)
+	if atStart != 3 {
+		t.Fatalf("%d files open after start-up, want 3 (the active segment's)", atStart)
+	}
+	maxOpen := int64(3 + 3*cacheSize)
+	got := 0
+	off := int64(0)
+	for {
+		r, err := l.Read(off, 1<<20, true)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		if len(r.Records) == 0 {
+			break
+		}
+		hs := batchesIn(t, r.Records)
+		got += len(hs)
+		off = hs[len(hs)-1].LastOffset() + 1
+		if n := e.fs.open.Load(); n > maxOpen {
+			t.Fatalf("%d files open while reading offset %d, bound %d", n, off, maxOpen)
+		}
+	}
+	if got != nsegs {
+		t.Fatalf("read %d batches, want %d", got, nsegs)
+	}
+	t.Logf("after reading every segment: %d files open (bound %d)", e.fs.open.Load(), maxOpen)
+	// Retention's and ListOffsets' view loads every segment's largest
+	// timestamp, within the same bound.
+	for i, si := range l.Segments() {
+		if si.MaxTimestamp != 1000+int64(i) {
+			t.Fatalf("segment %d: max timestamp %d, want %d", i, si.MaxTimestamp, 1000+i)
+		}
+	}
+	if n := e.fs.open.Load(); n > maxOpen {
+		t.Fatalf("%d files open after Segments, bound %d", n, maxOpen)
+	}
+	if o, _, ok, err := l.OffsetForTimestamp(1007); err != nil || !ok || o != 7 {
+		t.Fatalf("OffsetForTimestamp(1007) = %d %v %v", o, ok, err)
+	}
+	e.clock.Advance(segmentIdleMs * 2 * 1e6)
+	s.closeIdleSegments()
+	if n := e.fs.open.Load(); n != 3 {
+		t.Fatalf("%d files open after the idle sweep, want 3", n)
+	}
+
+	// EMFILE while a read opens an idle segment: that read fails, the
+	// data dir stays online, the next read succeeds.
+	e.fs.setOnOpen(emfileFor(segmentFileName(0, logSuffix)))
+	if _, err := l.Read(0, 1<<20, true); !errors.Is(err, ErrResourceLimit) {
+		t.Fatalf("Read at EMFILE = %v, want ErrResourceLimit", err)
+	}
+	e.fs.setOnOpen(nil)
+	if err := s.Offline(); err != nil {
+		t.Fatalf("data dir offline after EMFILE on read: %v", err)
+	}
+	if r, err := l.Read(0, 1<<20, true); err != nil || len(r.Records) == 0 {
+		t.Fatalf("Read after EMFILE: %v", err)
+	}
+
+	// After a crash, the segments past the recovery point are opened and
+	// recovered, those below it only listed.
+	for i := 0; i < 5; i++ {
+		mustAppend(t, l, mkBatch(t, 1, int64(100+i), 10))
+	}
+	// The recovery point is the log end offset once flushed; the
+	// checkpoint records it (the rolls' background flushes cannot move it
+	// further).
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	s.abandon()
+	opened = e.fs.opened.Load()
+	s = e.open()
+	l, _ = s.Log("t", 0)
+	t.Logf("after a crash: %d files open, %d opened by start-up", e.fs.open.Load(), e.fs.opened.Load()-opened)
+	if n := e.fs.open.Load(); n != 3 {
+		t.Fatalf("%d files open after a crash with every segment below the recovery point, want 3", n)
+	}
+	if got := len(readAll(t, l)); got != nsegs+5 {
+		t.Fatalf("read %d batches after the crash, want %d", got, nsegs+5)
+	}
+}

@@ -20,12 +20,13 @@ import (
 var testStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 type testEnv struct {
-	t      *testing.T
-	dir    string
-	fs     *countingFS
-	clock  *clock.Manual
-	defs   LogConfig
-	jitter func(int64) int64 // Config.Jitter
+	t            *testing.T
+	dir          string
+	fs           *countingFS
+	clock        *clock.Manual
+	defs         LogConfig
+	jitter       func(int64) int64 // Config.Jitter
+	openSegments int               // Config.OpenSegments
 }
 
 func newEnv(t *testing.T) *testEnv {
@@ -36,13 +37,14 @@ func newEnv(t *testing.T) *testEnv {
 func (e *testEnv) open() *Store {
 	e.t.Helper()
 	s, err := Open(Config{
-		Dir:      e.dir,
-		NodeID:   1,
-		Defaults: e.defs,
-		Jitter:   e.jitter,
-		FS:       e.fs,
-		Clock:    e.clock,
-		Logger:   zerolog.New(zerolog.NewTestWriter(e.t)),
+		Dir:          e.dir,
+		NodeID:       1,
+		Defaults:     e.defs,
+		Jitter:       e.jitter,
+		OpenSegments: e.openSegments,
+		FS:           e.fs,
+		Clock:        e.clock,
+		Logger:       zerolog.New(zerolog.NewTestWriter(e.t)),
 	})
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)

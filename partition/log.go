@@ -395,6 +395,7 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 		l.dirMu.Unlock()
 		return err
 	}
+	seg.adopt(l)
 	if err := old.finalizeLocked(); err != nil {
 		l.dirMu.Unlock()
 		seg.close()
@@ -430,6 +431,8 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 			l.mu.Lock()
 			l.dirDirty = true
 			l.mu.Unlock()
+			// Durable now: the cache may close its files when idle.
+			old.unpin()
 		}
 		if err != nil && !l.gone.Load() {
 			l.store.markOffline(err)
@@ -507,13 +510,8 @@ func (l *Log) flushOnce() (int64, error) {
 	}
 	var err error
 	for _, s := range segs[i:] {
-		if err = s.log.Sync(); err != nil {
+		if err = s.syncData(s != active); err != nil {
 			break
-		}
-		if s != active {
-			if err = s.syncIndexes(); err != nil {
-				break
-			}
 		}
 	}
 	if err == nil && dirty {

@@ -46,8 +46,11 @@ type SegmentInfo struct {
 	LogPath          string // the .log file, for naming the cleaner's output
 }
 
-// Segments returns the log's segments, oldest first.
+// Segments returns the log's segments, oldest first. Segments start-up
+// only listed load their indexes here (their largest timestamp is the
+// time index's last entry), as Kafka's largestTimestamp loads a LazyIndex.
 func (l *Log) Segments() []SegmentInfo {
+	l.loadListed()
 	out := l.segmentsSnapshot()
 	for i := range out {
 		// Outside the mutex: a file-system call per segment without
@@ -108,7 +111,11 @@ func (l *Log) ReadSegment(base int64, p []byte, off int64) (int, error) {
 	if off >= size {
 		return 0, fmt.Errorf("partition: read at %d past the end (%d) of segment %d", off, size, base)
 	}
-	n, err := seg.log.ReadAt(p[:min(int64(len(p)), size-off)], off)
+	var n int
+	err := seg.withFiles(func() (err error) {
+		n, err = seg.log.ReadAt(p[:min(int64(len(p)), size-off)], off)
+		return err
+	})
 	if err != nil {
 		return n, l.readErr(err)
 	}
@@ -142,6 +149,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 		}
 		return storageError(err)
 	}
+	seg.adopt(l)
 	// abort drops the cleaner's output, as Kafka does when a cleaning
 	// cannot complete; the old segments stay. An I/O error takes the data
 	// dir offline, as one in Kafka's cleaner does.
@@ -262,7 +270,11 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 			return storageError(err)
 		}
 	}
-	return l.syncDirSafely()
+	if err := l.syncDirSafely(); err != nil {
+		return err
+	}
+	seg.unpin() // fsynced, under its final names
+	return nil
 }
 
 // DeleteSegmentsBefore deletes every segment whose next offset is <=
@@ -330,6 +342,7 @@ func (l *Log) retire(old []*segment) error {
 				return storageError(err)
 			}
 		}
+		s.retired(deletedSuffix)
 	}
 	delay := time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond
 	l.mu.Lock()

@@ -26,9 +26,11 @@ import (
 //     first bad batch and everything after it is truncated, later segments
 //     are deleted, and a Warn event names what was dropped. Their indexes
 //     are rebuilt from the .log.
-//   - Segments below the recovery point keep their indexes when those are
-//     present and consistent with the .log's size and offsets; otherwise
-//     the indexes are rebuilt.
+//   - Segments below the recovery point are only listed (no file is
+//     opened): at their first use they keep their indexes when those are
+//     present and consistent with the .log's size and offsets, and
+//     otherwise the indexes are rebuilt (segment_files.go). The active
+//     segment is opened and checked at once.
 
 // recoveryChunk is the read size of a recovery scan.
 const recoveryChunk = 1 << 20
@@ -163,24 +165,35 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 		if err != nil {
 			return nil, err
 		}
+		seg.adopt(l)
 		segs = append(segs, seg)
 		l.dirDirty = true
 	}
-	missingIdx := map[int64]bool{}
-	for _, b := range bases {
-		if !have[segmentFileName(b, indexSuffix)] || !have[segmentFileName(b, timeIndexSuffix)] {
-			missingIdx[b] = true
+	// Every segment is first only listed (a Stat, no file opened); the
+	// ones recovery reads, and the active one, are opened below.
+	for i, b := range bases {
+		seg := newSegment(l.dir, b, cfg, nowMs)
+		seg.adopt(l)
+		seg.missingIdx = !have[segmentFileName(b, indexSuffix)] || !have[segmentFileName(b, timeIndexSuffix)]
+		seg.listed.Store(true)
+		if i+1 < len(bases) {
+			seg.listedNext = bases[i+1]
 		}
-		seg, err := openSegment(fsys, l.dir, b, cfg, false, nowMs)
-		if err != nil {
-			return segs, err
-		}
-		segs = append(segs, seg)
-		st, err := seg.log.Stat()
+		st, err := fsys.Stat(seg.path(logSuffix))
 		if err != nil {
 			return segs, err
 		}
 		seg.size.Store(st.Size())
+		segs = append(segs, seg)
+	}
+	// open opens a listed segment's files without loading its indexes
+	// (recovery rebuilds or loads them itself).
+	open := func(seg *segment) error {
+		seg.closeMu.Lock()
+		defer seg.closeMu.Unlock()
+		seg.listed.Store(false)
+		seg.pinned = true
+		return seg.openFilesLocked()
 	}
 
 	last := len(segs) - 1
@@ -203,19 +216,26 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	if recoverFrom == len(segs) && len(bases) > 0 {
 		leo = p.recoveryPoint
 	}
-	for i := 0; i < recoverFrom; i++ {
-		next := leo
-		if i < last {
-			next = segs[i+1].base
+	if recoverFrom == len(segs) && len(bases) > 0 {
+		// Below the recovery point only the active segment is opened
+		// now; the others load their indexes at their first use.
+		seg := segs[last]
+		if err := open(seg); err != nil {
+			return segs, err
 		}
-		if missingIdx[segs[i].base] || !l.loadIndexes(segs[i], next, i == last) {
-			l.logger.Warn().Int64("segment", segs[i].base).Msg("rebuilding missing or inconsistent index")
-			if _, _, err := l.recoverSegment(segs[i], i == last); err != nil {
+		if seg.missingIdx || !l.loadIndexes(seg, leo, true) {
+			l.logger.Warn().Int64("segment", seg.base).Msg("rebuilding missing or inconsistent index")
+			if _, _, err := l.recoverSegment(seg, true); err != nil {
 				return segs, err
 			}
 		}
 	}
 	for i := recoverFrom; i < len(segs); i++ {
+		if segs[i].listed.Load() {
+			if err := open(segs[i]); err != nil {
+				return segs, err
+			}
+		}
 		next, truncated, err := l.recoverSegment(segs[i], i == last)
 		if err != nil {
 			return segs, err
@@ -261,6 +281,11 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	}
 
 	active := segs[last]
+	for _, seg := range segs[:last] {
+		if seg.filesOpen {
+			seg.unpin() // recovered and fsynced above
+		}
+	}
 	l.active = active
 	l.segs.Store(&segs)
 	l.leo.Store(leo)
@@ -276,8 +301,21 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 		if i < last {
 			next = segs[i+1].base
 		}
+		if !have[segmentFileName(seg.base, txnIndexSuffix)] {
+			continue // none: no need to try opening it
+		}
 		if err := l.loadTxnIndex(seg, next); err != nil {
 			return segs, err
+		}
+		if i < last {
+			// Its entries are in memory; the file is reopened only if
+			// recovery's replay appends or truncates it.
+			seg.closeMu.Lock()
+			err := seg.closeTxn()
+			seg.closeMu.Unlock()
+			if err != nil {
+				return segs, err
+			}
 		}
 	}
 	if err := l.loadProducerState(segs, leo, l.logStart.Load(), p.clean); err != nil {

@@ -107,6 +107,9 @@ type Store struct {
 	dyn     dynamicBroker    // dynamic broker configs (topic_config.go)
 	quotas  clientQuotaStore // client quotas (client_quotas.go)
 	offline offlineState     // an I/O error took the data dir offline (offline.go)
+	// openSegs is the cache of idle inactive segments whose files are
+	// open (segment_files.go).
+	openSegs *openSegments
 
 	bg     sync.WaitGroup // background goroutines: flushes, removals
 	stop   chan struct{}
@@ -135,6 +138,9 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.ReplayCacheBudget <= 0 {
 		cfg.ReplayCacheBudget = DefaultReplayCacheBudget
 	}
+	if cfg.OpenSegments <= 0 {
+		cfg.OpenSegments = DefaultOpenSegments
+	}
 	s := &Store{
 		cfg:    cfg,
 		fs:     cfg.FS,
@@ -144,6 +150,7 @@ func Open(cfg Config) (*Store, error) {
 		byID:   map[TopicID]*Topic{},
 		stop:   make(chan struct{}),
 	}
+	s.openSegs = &openSegments{max: cfg.OpenSegments}
 	if err := s.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: creating data dir: %w", err)
 	}
@@ -686,6 +693,7 @@ func (s *Store) checkpointLoop() {
 		}
 		// A panic fails this run only (KafkaScheduler's rule).
 		panics.Run(s.logger, "flush and checkpoint task panicked; it runs again at its next interval", func() {
+			s.closeIdleSegments()
 			s.flushDue()
 			if err := s.WriteCheckpoints(); err != nil {
 				s.logger.Error().Err(err).Msg("cannot write offset checkpoints")
