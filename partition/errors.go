@@ -23,6 +23,11 @@ var (
 	// larger than start-up reads, so no request can leave a data dir the
 	// next start refuses (POLICY_VIOLATION, wrapped with the detail).
 	ErrMetadataTooLarge = errors.New("partition: metadata file over its size limit")
+	// ErrTooManyPartitions refuses a request creating more partitions
+	// than one request may (MaxPartitionsPerRequest) or the broker can
+	// keep open (partition_limits.go): POLICY_VIOLATION, wrapped with
+	// the detail. Nothing is created.
+	ErrTooManyPartitions = errors.New("partition: too many partitions")
 	// ErrCorruptBatch is returned by Append for bytes that are not one whole
 	// v2 batch (CORRUPT_MESSAGE); protocol/ validates before appending, so
 	// this is a last line of defence.

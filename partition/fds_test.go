@@ -2,9 +2,11 @@ package partition
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // emfileFor makes every open of a path containing substr fail with EMFILE,
@@ -69,6 +71,9 @@ func TestSegmentFilesOpenLazily(t *testing.T) {
 	const nsegs, cacheSize = 60, 4
 	e := newEnv(t)
 	e.openSegments = cacheSize
+	// The checkpoint loop (which also sweeps idle segments) must not run
+	// when the test advances the clock: it opens checkpoint files.
+	e.ckptInterval = 1000 * time.Hour
 	s := e.open()
 	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
 	for i := 0; i < nsegs; i++ {
@@ -172,5 +177,56 @@ func TestSegmentFilesOpenLazily(t *testing.T) {
 	}
 	if got := len(readAll(t, l)); got != nsegs+5 {
 		t.Fatalf("read %d batches after the crash, want %d", got, nsegs+5)
+	}
+}
+
+// TestPartitionCountsRefusedUpFront: a CreateTopics or CreatePartitions
+// asking for more partitions than one request may (Kafka's 10000) or than
+// the broker's descriptor limit can hold is refused with
+// ErrTooManyPartitions (POLICY_VIOLATION) and creates nothing; a large
+// create costs a constant number of fsyncs, not some per partition.
+func TestPartitionCountsRefusedUpFront(t *testing.T) {
+	e := newEnv(t)
+	e.openSegments = 4
+	// Budget: (104/2 - 3*4) / 4 = 10 partitions.
+	e.maxOpenFiles = 104
+	s := e.open()
+	defer s.Close()
+	noDirs := func(prefix string) {
+		t.Helper()
+		if m := segFiles(t, e.dir, ""); len(m) > 0 {
+			for _, p := range m {
+				if strings.HasPrefix(filepath.Base(p), prefix) {
+					t.Fatalf("%s left behind", p)
+				}
+			}
+		}
+	}
+	if _, err := s.CreateTopic("huge", 65536, nil, false); !errors.Is(err, ErrTooManyPartitions) || err.Error() != TooManyPartitionsCreateTopics {
+		t.Fatalf("CreateTopic(65536) = %v", err)
+	}
+	noDirs("huge-")
+	mustCreate(t, s, "six", 6, nil)
+	if _, err := s.CreateTopic("five", 5, nil, false); !errors.Is(err, ErrTooManyPartitions) {
+		t.Fatalf("CreateTopic past the descriptor budget = %v", err)
+	}
+	if _, err := s.CreateTopic("five", 5, nil, true); !errors.Is(err, ErrTooManyPartitions) {
+		t.Fatalf("validate-only CreateTopic past the budget = %v", err)
+	}
+	noDirs("five-")
+	if _, err := s.CreatePartitions("six", 11, false); !errors.Is(err, ErrTooManyPartitions) {
+		t.Fatalf("CreatePartitions past the budget = %v", err)
+	}
+	if _, err := s.CreatePartitions("six", 6+MaxPartitionsPerRequest+1, false); !errors.Is(err, ErrTooManyPartitions) || err.Error() != TooManyPartitionsCreatePartitions {
+		t.Fatalf("CreatePartitions of 10001 = %v", err)
+	}
+	noDirs("six-6")
+	if got := len(s.Topic("six").Partitions); got != 6 {
+		t.Fatalf("six has %d partitions", got)
+	}
+	syncs := e.fs.fileSyncs.Load() + e.fs.dirSyncs.Load()
+	mustCreate(t, s, "four", 4, nil)
+	if n := e.fs.fileSyncs.Load() + e.fs.dirSyncs.Load() - syncs; n > 3 {
+		t.Fatalf("creating 4 partitions took %d fsyncs, want at most 3 (data dir, catalog file and its dir)", n)
 	}
 }

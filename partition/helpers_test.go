@@ -26,7 +26,9 @@ type testEnv struct {
 	clock        *clock.Manual
 	defs         LogConfig
 	jitter       func(int64) int64 // Config.Jitter
+	maxOpenFiles int64             // Config.MaxOpenFiles
 	openSegments int               // Config.OpenSegments
+	ckptInterval time.Duration     // Config.RecoveryCheckpointInterval (0: default)
 }
 
 func newEnv(t *testing.T) *testEnv {
@@ -37,14 +39,16 @@ func newEnv(t *testing.T) *testEnv {
 func (e *testEnv) open() *Store {
 	e.t.Helper()
 	s, err := Open(Config{
-		Dir:          e.dir,
-		NodeID:       1,
-		Defaults:     e.defs,
-		Jitter:       e.jitter,
-		OpenSegments: e.openSegments,
-		FS:           e.fs,
-		Clock:        e.clock,
-		Logger:       zerolog.New(zerolog.NewTestWriter(e.t)),
+		Dir:                        e.dir,
+		NodeID:                     1,
+		Defaults:                   e.defs,
+		Jitter:                     e.jitter,
+		OpenSegments:               e.openSegments,
+		MaxOpenFiles:               e.maxOpenFiles,
+		RecoveryCheckpointInterval: e.ckptInterval,
+		FS:                         e.fs,
+		Clock:                      e.clock,
+		Logger:                     zerolog.New(zerolog.NewTestWriter(e.t)),
 	})
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)

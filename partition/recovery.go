@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
@@ -74,8 +75,18 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 	l.hw.Store(&hwMark{})
 	l.pstate = newProducerState()
 
+	_, statErr := s.fs.Stat(dir)
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
+	}
+	if p.create {
+		if err := l.createFiles(p.id); err != nil {
+			if errors.Is(statErr, fs.ErrNotExist) {
+				s.fs.RemoveAll(dir) // ours: a retry must find none
+			}
+			return nil, err
+		}
+		return l, nil
 	}
 	if err := l.checkPartitionMetadata(p.id, p.create); err != nil {
 		return nil, err
@@ -87,12 +98,63 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 		}
 		return nil, err
 	}
-	if p.create {
-		if err := s.fs.SyncDir(dir); err != nil {
-			return nil, err
+	return l, nil
+}
+
+// createFiles fills a new partition's directory: partition.metadata, an
+// empty leader-epoch-checkpoint and the first segment, without a single
+// fsync, so that creating thousands of partitions under the catalog lock
+// costs no fsync per partition. That is safe because the catalog is the
+// commit point and everything here can be rebuilt from it: the caller
+// fsyncs the data dir once for all new directories before writing the
+// catalog; a crash before the catalog is durable leaves directories the
+// next start sets aside as stray; after it, a lost or torn file is made
+// again at the next start (a missing segment is created, a missing or
+// unreadable partition.metadata or leader-epoch-checkpoint rewritten),
+// and the log's first flush fsyncs the directory (dirDirty).
+func (l *Log) createFiles(id TopicID) error {
+	fsys := l.store.fs
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if _, ok := parseSegmentFileName(e.Name(), logSuffix); ok {
+			return fmt.Errorf("partition: new partition directory %s already holds segments", l.dir)
 		}
 	}
-	return l, nil
+	if err := writeNewFile(fsys, filepath.Join(l.dir, partitionMetadataFile), encodePartitionMetadata(id)); err != nil {
+		return err
+	}
+	if err := writeNewFile(fsys, filepath.Join(l.dir, leaderEpochFile), encodeLeaderEpochCheckpoint(nil)); err != nil {
+		return err
+	}
+	nowMs := l.store.clock.Now().UnixMilli()
+	seg, err := openSegment(fsys, l.dir, 0, l.cfg.Load(), true, nowMs)
+	if err != nil {
+		return err
+	}
+	seg.adopt(l)
+	segs := []*segment{seg}
+	l.active = seg
+	l.segs.Store(&segs)
+	l.dirDirty = true
+	l.lastFlushMs.Store(nowMs)
+	l.publishTxnView()
+	return nil
+}
+
+// writeNewFile writes a small file without fsyncing it (createFiles).
+func writeNewFile(fsys vfs.FS, name string, data []byte) error {
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	return err
 }
 
 // checkPartitionMetadata writes partition.metadata, or checks the topic id

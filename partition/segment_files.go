@@ -137,9 +137,13 @@ func (s *segment) use() (release func(), err error) {
 			return nil, err
 		}
 	}
+	// Only an unpinned segment nobody used may be in the cache (a pinned
+	// one never is: the hot path of reads of the active segment does not
+	// touch the store-wide cache).
+	mayBeIdle := !s.pinned && s.refs == 0
 	s.refs++
 	s.closeMu.Unlock()
-	if c := s.cache; c != nil {
+	if c := s.cache; c != nil && mayBeIdle {
 		c.remove(s)
 	}
 	return s.release, nil

@@ -141,6 +141,9 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.OpenSegments <= 0 {
 		cfg.OpenSegments = DefaultOpenSegments
 	}
+	if cfg.MaxOpenFiles <= 0 {
+		cfg.MaxOpenFiles = openFileLimit()
+	}
 	s := &Store{
 		cfg:    cfg,
 		fs:     cfg.FS,
@@ -421,8 +424,8 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	if n < 1 {
 		return nil, withDetail(ErrInvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 	}
-	if n > maxPartitions {
-		return nil, withDetail(ErrInvalidPartitions, fmt.Sprintf("Number of partitions %d is larger than the maximum of %d.", n, maxPartitions))
+	if n > MaxPartitionsPerRequest {
+		return nil, withDetail(ErrTooManyPartitions, TooManyPartitionsCreateTopics)
 	}
 	conf, err := ResolveLogConfig(s.dynamicDefaults(), overrides)
 	if err != nil {
@@ -462,6 +465,9 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 		return nil, withDetail(ErrTopicExists, fmt.Sprintf("Topic '%s' already exists.", name))
 	case collision != "":
 		return nil, withDetail(ErrInvalidTopic, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, collision))
+	}
+	if err := s.checkPartitionCount(int64(n)); err != nil {
+		return nil, err
 	}
 	t := &Topic{Name: name, ID: newUUID(), Config: conf, Overrides: ov, Internal: IsInternalTopic(name)}
 	if validateOnly {

@@ -35,6 +35,7 @@ var errorMapping = []struct {
 	// code"), while producers retry both.
 	{partition.ErrResourceLimit, kerr.NotLeaderForPartition},
 	{partition.ErrMetadataTooLarge, kerr.PolicyViolation},
+	{partition.ErrTooManyPartitions, kerr.PolicyViolation},
 	// A store closing under us is a broker going away: retriable, and it
 	// makes clients refresh metadata.
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
