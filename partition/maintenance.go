@@ -44,6 +44,7 @@ type SegmentInfo struct {
 	LargestTimestamp int64
 	Active           bool
 	LogPath          string // the .log file, for naming the cleaner's output
+	unloaded         bool   // listed at start-up, its indexes not loaded yet
 }
 
 // Segments returns the log's segments, oldest first. Segments start-up
@@ -55,7 +56,12 @@ func (l *Log) Segments() []SegmentInfo {
 	for i := range out {
 		// Outside the mutex: a file-system call per segment without
 		// timestamps, which is rare (Kafka's largestTimestamp).
-		if out[i].LargestTimestamp < 0 {
+		if out[i].unloaded {
+			// Its time index could not be read now (out of
+			// descriptors): its age is unknown, so it counts as new,
+			// and neither retention nor the cleaner's lag takes it.
+			out[i].LargestTimestamp = l.store.clock.Now().UnixMilli()
+		} else if out[i].LargestTimestamp < 0 {
 			out[i].LargestTimestamp = l.lastModified(out[i].LogPath)
 		}
 	}
@@ -90,6 +96,7 @@ func (l *Log) segmentsSnapshot() []SegmentInfo {
 			LargestTimestamp: s.maxTs,
 			Active:           s == l.active,
 			LogPath:          s.path(logSuffix),
+			unloaded:         s.listed.Load(),
 		}
 	}
 	return out
