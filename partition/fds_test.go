@@ -243,3 +243,47 @@ func TestPartitionCountsRefusedUpFront(t *testing.T) {
 		t.Fatalf("creating 4 partitions took %d fsyncs, want at most 3 (data dir, catalog file and its dir)", n)
 	}
 }
+
+// TestSegmentFilesConcurrentReaders: readers of different segments, with
+// a cache of one idle segment, open and close each other's files all the
+// time; no read fails and no file is closed under its reader (the race
+// detector watches the reference counts).
+func TestSegmentFilesConcurrentReaders(t *testing.T) {
+	const nsegs, readers, rounds = 20, 4, 30
+	e := newEnv(t)
+	e.openSegments = 1
+	s := e.open()
+	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	for i := 0; i < nsegs; i++ {
+		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
+	}
+	s.Close()
+	s = e.open()
+	defer s.Close()
+	l, _ = s.Log("t", 0)
+	errs := make(chan error, readers)
+	for r := 0; r < readers; r++ {
+		go func() {
+			for i := 0; i < rounds; i++ {
+				off := int64((i*7 + r*5) % nsegs)
+				res, err := l.Read(off, 1<<20, true)
+				if err == nil && len(res.Records) == 0 {
+					err = errors.New("empty read")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for r := 0; r < readers; r++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.fs.open.Load(); n > 3+3*1 {
+		t.Fatalf("%d files open after the readers, bound %d", n, 6)
+	}
+}
