@@ -211,6 +211,12 @@ type Config struct {
 	// version kcompatd implements). It lets a client be tested against
 	// the protocol an older Kafka spoke.
 	KafkaVersion string
+	// LogOpenSegmentsMax bounds the idle inactive segments whose files
+	// (.log, .index, .timeindex: three descriptors each) stay open
+	// (kcompatd.log.open.segments.max, kcompatd's own; default 128).
+	// Kafka keeps every segment's .log open; kcompatd opens inactive
+	// segments on demand and closes the least recently used past this.
+	LogOpenSegmentsMax int32
 
 	// CreateTopics lists topics to create at start-up, before the broker
 	// serves, if they are missing (kcompatd.create.topics, kcompatd's own;
@@ -569,6 +575,12 @@ var properties = []property{
 		field: func(c *Config) any { return &c.AdminListener },
 		check: checkAdminListener,
 		note:  "loopback `host:port` of the admin HTTP listener: `GET /healthz`, `GET /readyz` (storage loaded, listeners serving, data dir online), and fault injection: `POST /faults` with a JSON rule, `GET /faults`, `DELETE /faults/ID`; only loopback Host headers are answered",
+	},
+	{
+		Def: configdef.Def{Name: "kcompatd.log.open.segments.max", Type: configdef.Int, Default: "128", Range: configdef.AtLeast(1),
+			Doc: "kcompatd's own: the idle inactive segments whose files stay open, least recently used closed first; active segments and segments in use stay open besides."},
+		field: func(c *Config) any { return &c.LogOpenSegmentsMax },
+		note:  "idle inactive segments whose three files stay open; the least recently used past it, and any idle for a minute, are closed and reopened on demand (Kafka keeps every .log open)",
 	},
 }
 

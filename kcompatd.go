@@ -129,6 +129,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		RecoveryCheckpointInterval:        time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		ProducerIDExpirationMs:            int64(cfg.ProducerIDExpirationMs),
 		ProducerIDExpirationCheckInterval: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
+		OpenSegments:                      int(cfg.LogOpenSegmentsMax),
 		Clock:                             clk,
 		Logger:                            log,
 	})

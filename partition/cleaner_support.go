@@ -7,7 +7,6 @@ package partition
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,7 +89,7 @@ func (l *Log) WriteCleanedTxnIndex(base int64, kept []AbortedTxnEntry) error {
 		if !l.gone.Load() {
 			l.store.markOffline(err)
 		}
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }
@@ -133,7 +132,7 @@ func (s *Store) WriteCleanerCheckpoint(m map[TopicPartition]int64) error {
 	}
 	if err := writeFileAtomic(s.fs, filepath.Join(s.cfg.Dir, cleanerCheckpointFile), encodeOffsetCheckpoint(in)); err != nil {
 		s.markOffline(err) // as Kafka's LogCleanerManager.updateCheckpoints
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }

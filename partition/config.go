@@ -36,6 +36,15 @@ type Config struct {
 	// that follows does not read them again (past the budget the replay
 	// reads the segments). 0 (or less): DefaultReplayCacheBudget.
 	ReplayCacheBudget int64
+	// OpenSegments bounds the idle inactive segments whose files (three
+	// descriptors each) stay open, per store; 0 (or less):
+	// DefaultOpenSegments. Segments in use, active or not yet fsynced
+	// stay open besides (segment_files.go).
+	OpenSegments int
+	// MaxOpenFiles is the descriptor limit the partition count is
+	// bounded by (partition_limits.go); 0: the process's RLIMIT_NOFILE.
+	// Not a property: tests set it.
+	MaxOpenFiles int64
 	// MaxMetadataFileBytes bounds the topic catalog, dynamic broker
 	// config and client quota files, in bytes, on write and on start-up
 	// alike (0: 64 MiB). A change that would exceed it is refused

@@ -84,15 +84,66 @@ func TestCrashAtEveryOperation(t *testing.T) {
 				if r, err := tp.Partitions[0].Append(mkBatch(t, 1, 1, 1)); err != nil || r.BaseOffset != leo {
 					t.Fatalf("k=%d: append after crash: %+v %v", k, r, err)
 				}
-				if err := s2.Close(); err != nil {
-					t.Fatalf("k=%d: close: %v", k, err)
-				}
-				if finished {
-					t.Logf("%d crash points", k)
+				if endCrashRun(t, k, s2, finished) {
 					return
 				}
 			}
 			t.Fatal("did not finish")
 		})
 	}
+}
+
+// TestCrashCreatingManyPartitions crashes at every file-system operation
+// of a CreateTopics of many partitions (which fsyncs the data dir once,
+// not each partition): after the crash the topic is absent, or present
+// with every partition, each of which opens and takes appends.
+func TestCrashCreatingManyPartitions(t *testing.T) {
+	const n = 20
+	for k := 0; k < 100000; k++ {
+		fsys := memfs.New()
+		fsys.FailAfter(k)
+		created := false
+		s, err := openMem(t, fsys)
+		if err == nil {
+			_, err = s.CreateTopic("m", n, nil, false)
+			created = err == nil
+			s.Close()
+		}
+		finished := fsys.Ops() < k
+
+		s2, err := openMem(t, fsys.CrashClone())
+		if err != nil {
+			t.Fatalf("k=%d: open after crash: %v", k, err)
+		}
+		tp := s2.Topic("m")
+		switch {
+		case tp == nil && created:
+			t.Fatalf("k=%d: acknowledged topic lost", k)
+		case tp != nil && len(tp.Partitions) != n:
+			t.Fatalf("k=%d: %d partitions after crash, want %d", k, len(tp.Partitions), n)
+		case tp != nil:
+			for _, l := range tp.Partitions {
+				if r, err := l.Append(mkBatch(t, 1, 1, 1)); err != nil || r.BaseOffset != 0 {
+					t.Fatalf("k=%d: append to %s-%d after crash: %+v %v", k, l.Topic(), l.Partition(), r, err)
+				}
+			}
+		}
+		if endCrashRun(t, k, s2, finished) {
+			return
+		}
+	}
+	t.Fatal("did not finish")
+}
+
+// endCrashRun closes the store reopened after crash point k and reports
+// whether the sweep is done (the run finished before reaching k).
+func endCrashRun(t *testing.T, k int, s *Store, finished bool) bool {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("k=%d: close: %v", k, err)
+	}
+	if finished {
+		t.Logf("%d crash points", k)
+	}
+	return finished
 }

@@ -29,6 +29,11 @@ func (s *Store) CreatePartitions(name string, total int32, validateOnly bool) (*
 	case total > maxPartitions:
 		return nil, withDetail(ErrInvalidPartitions, fmt.Sprintf(
 			"Number of partitions %d is larger than the maximum of %d.", total, maxPartitions))
+	case total-cur > MaxPartitionsPerRequest:
+		return nil, withDetail(ErrTooManyPartitions, TooManyPartitionsCreatePartitions)
+	}
+	if err := s.checkPartitionCount(int64(total - cur)); err != nil {
+		return nil, err
 	}
 	parts := make([]*Log, cur, total)
 	copy(parts, old.Partitions)

@@ -1,7 +1,5 @@
 package partition
 
-import "fmt"
-
 // A directory fsync makes every entry in the directory durable, that of a
 // segment rolled a moment ago included. If that segment's entry survives a
 // power cut but the tail of the segment before it does not, the log has a
@@ -37,7 +35,7 @@ func (l *Log) syncDirAfter(synced []*segment) error {
 			}
 		}
 		for _, s := range cur[j:] {
-			if err := s.log.Sync(); err != nil {
+			if err := s.syncData(false); err != nil {
 				return err
 			}
 		}
@@ -53,7 +51,7 @@ func (l *Log) syncDirSafely() error {
 		segs := *l.segs.Load()
 		newest := segs[len(segs)-1]
 		if err := l.syncTo(newest.base); err != nil {
-			return fmt.Errorf("%w: %v", ErrStorage, err)
+			return storageError(err)
 		}
 		l.dirMu.Lock()
 		cur := *l.segs.Load()
@@ -62,7 +60,7 @@ func (l *Log) syncDirSafely() error {
 			l.dirMu.Unlock()
 			if err != nil {
 				l.store.markOffline(err)
-				return fmt.Errorf("%w: %v", ErrStorage, err)
+				return storageError(err)
 			}
 			return nil
 		}

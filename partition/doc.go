@@ -46,7 +46,8 @@
 //
 // See offline.go. As Kafka's LogDirFailureChannel does, a failed write,
 // fsync, roll, checkpoint or cleaner swap takes the whole data dir (Kafka's
-// one log dir) offline: every partition answers ErrStorage
+// one log dir) offline, unless it is a descriptor limit (EMFILE, ENFILE:
+// that request alone fails with ErrResourceLimit): every partition answers ErrStorage
 // (KAFKA_STORAGE_ERROR) to appends, reads and offset lookups, nothing more
 // is written or acknowledged, and a restart recovers from what is durable.
 // A directory fsync never runs ahead of the data of the segments before
@@ -83,6 +84,13 @@
 // StartTxnVerification gave before the transaction coordinator was asked
 // (Kafka's VerificationGuard): the producer's marker clears it, so a
 // batch verified just before its transaction ended cannot open a new one.
+//
+// # Open files
+//
+// See segment_files.go: the active segment's files stay open; inactive
+// segments are opened when used and closed when idle (a bounded cache per
+// store, Config.OpenSegments). Running out of descriptors fails the
+// request that hit it and never takes the data dir offline (offline.go).
 //
 // # Cleaner and retention
 //

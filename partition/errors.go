@@ -14,11 +14,20 @@ var (
 	ErrRecordTooLarge    = errors.New("partition: batch larger than max.message.bytes") // MESSAGE_TOO_LARGE
 	ErrStorage           = errors.New("partition: storage error, log dir offline")      // KAFKA_STORAGE_ERROR
 	ErrClosed            = errors.New("partition: store closed")
+	// ErrResourceLimit is a request that ran out of file descriptors
+	// (EMFILE, ENFILE): it failed alone, the data dir stays online
+	// (offline.go).
+	ErrResourceLimit = errors.New("partition: out of file descriptors")
 	// ErrMetadataTooLarge refuses a change that would make a metadata file
 	// (the topic catalog, the dynamic broker configs, the client quotas)
 	// larger than start-up reads, so no request can leave a data dir the
 	// next start refuses (POLICY_VIOLATION, wrapped with the detail).
 	ErrMetadataTooLarge = errors.New("partition: metadata file over its size limit")
+	// ErrTooManyPartitions refuses a request creating more partitions
+	// than one request may (MaxPartitionsPerRequest) or the broker can
+	// keep open (partition_limits.go): POLICY_VIOLATION, wrapped with
+	// the detail. Nothing is created.
+	ErrTooManyPartitions = errors.New("partition: too many partitions")
 	// ErrCorruptBatch is returned by Append for bytes that are not one whole
 	// v2 batch (CORRUPT_MESSAGE); protocol/ validates before appending, so
 	// this is a last line of defence.

@@ -20,12 +20,15 @@ import (
 var testStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 type testEnv struct {
-	t      *testing.T
-	dir    string
-	fs     *countingFS
-	clock  *clock.Manual
-	defs   LogConfig
-	jitter func(int64) int64 // Config.Jitter
+	t            *testing.T
+	dir          string
+	fs           *countingFS
+	clock        *clock.Manual
+	defs         LogConfig
+	jitter       func(int64) int64 // Config.Jitter
+	maxOpenFiles int64             // Config.MaxOpenFiles
+	openSegments int               // Config.OpenSegments
+	ckptInterval time.Duration     // Config.RecoveryCheckpointInterval (0: default)
 }
 
 func newEnv(t *testing.T) *testEnv {
@@ -36,13 +39,16 @@ func newEnv(t *testing.T) *testEnv {
 func (e *testEnv) open() *Store {
 	e.t.Helper()
 	s, err := Open(Config{
-		Dir:      e.dir,
-		NodeID:   1,
-		Defaults: e.defs,
-		Jitter:   e.jitter,
-		FS:       e.fs,
-		Clock:    e.clock,
-		Logger:   zerolog.New(zerolog.NewTestWriter(e.t)),
+		Dir:                        e.dir,
+		NodeID:                     1,
+		Defaults:                   e.defs,
+		Jitter:                     e.jitter,
+		OpenSegments:               e.openSegments,
+		MaxOpenFiles:               e.maxOpenFiles,
+		RecoveryCheckpointInterval: e.ckptInterval,
+		FS:                         e.fs,
+		Clock:                      e.clock,
+		Logger:                     zerolog.New(zerolog.NewTestWriter(e.t)),
 	})
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)
@@ -159,14 +165,33 @@ type countingFS struct {
 	mu        sync.Mutex
 	onSync    func(name string) error // called before each file fsync
 	onWrite   func(name string) error // called before each write
+	onOpen    func(name string) error // called before each open
+	// open counts the files open now; opened counts every open.
+	open, opened atomic.Int64
 }
 
 func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	c.mu.Lock()
+	onOpen := c.onOpen
+	c.mu.Unlock()
+	if onOpen != nil {
+		if err := onOpen(name); err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
 	f, err := c.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
+	c.open.Add(1)
+	c.opened.Add(1)
 	return &countingFile{File: f, fs: c}, nil
+}
+
+func (c *countingFS) setOnOpen(h func(name string) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onOpen = h
 }
 
 func (c *countingFS) SyncDir(dir string) error {
@@ -188,7 +213,15 @@ func (c *countingFS) setHooks(onSync, onWrite func(string) error) {
 
 type countingFile struct {
 	vfs.File
-	fs *countingFS
+	fs     *countingFS
+	closed atomic.Bool
+}
+
+func (f *countingFile) Close() error {
+	if !f.closed.Swap(true) {
+		f.fs.open.Add(-1)
+	}
+	return f.File.Close()
 }
 
 func (f *countingFile) Sync() error {

@@ -238,7 +238,7 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 		// original is as durable as its own answer would be.
 		if hw := l.hw.Load().offset; hw < w.base {
 			if err := l.syncTo(w.base); err != nil {
-				return res, fmt.Errorf("%w: %v", ErrStorage, err)
+				return res, storageError(err)
 			}
 		}
 		return *w.dup, nil
@@ -249,7 +249,7 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 			if l.gone.Load() {
 				return res, l.goneErr()
 			}
-			return res, fmt.Errorf("%w: %v", ErrStorage, err)
+			return res, storageError(err)
 		}
 		l.advanceHW(mark)
 	}
@@ -312,7 +312,7 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 	failLocked := func(err error, what string) (appended, error) {
 		l.fail(err)
 		l.logger.Error().Err(err).Int64("offset", base).Msg(what)
-		return appended{}, fmt.Errorf("%w: %v", ErrStorage, err)
+		return appended{}, storageError(err)
 	}
 	if l.shouldRollLocked(h, size, cfg) {
 		if err := l.rollLocked(base, cfg); err != nil {
@@ -410,6 +410,7 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 		l.dirMu.Unlock()
 		return err
 	}
+	seg.adopt(l)
 	if err := old.finalizeLocked(); err != nil {
 		l.dirMu.Unlock()
 		seg.close()
@@ -445,6 +446,8 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 			l.mu.Lock()
 			l.dirDirty = true
 			l.mu.Unlock()
+			// Durable now: the cache may close its files when idle.
+			old.unpin()
 		}
 		if err != nil && !l.gone.Load() {
 			l.store.markOffline(err)
@@ -486,7 +489,11 @@ func (l *Log) syncTo(target int64) error {
 	end, err := l.flushOnce()
 	l.fmu.Lock()
 	l.syncing = false
-	if err != nil {
+	if err != nil && isResourceLimit(err) {
+		// Opening an idle segment's files failed: nothing was synced
+		// or lost, the next flush tries again.
+		l.logger.Warn().Err(err).Msg("flush could not open a segment's files")
+	} else if err != nil {
 		l.syncErr = err
 		l.syncFailed.Store(true)
 		l.store.markOffline(err)
@@ -518,13 +525,8 @@ func (l *Log) flushOnce() (int64, error) {
 	}
 	var err error
 	for _, s := range segs[i:] {
-		if err = s.log.Sync(); err != nil {
+		if err = s.syncData(s != active); err != nil {
 			break
-		}
-		if s != active {
-			if err = s.syncIndexes(); err != nil {
-				break
-			}
 		}
 	}
 	if err == nil && dirty {
@@ -613,7 +615,7 @@ func (l *Log) readErr(err error) error {
 	if errors.Is(err, ErrOffsetOutOfRange) {
 		return err
 	}
-	return fmt.Errorf("%w: %v", ErrStorage, err)
+	return storageError(err)
 }
 
 // AdvanceLogStartOffset moves the log start offset forward to offset, as

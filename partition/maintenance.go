@@ -48,15 +48,24 @@ type SegmentInfo struct {
 	OffsetIndexBytes, TimeIndexBytes int64
 	Active                           bool
 	LogPath                          string // the .log file, for naming the cleaner's output
+	unloaded                         bool   // listed at start-up, its indexes not loaded yet
 }
 
-// Segments returns the log's segments, oldest first.
+// Segments returns the log's segments, oldest first. Segments start-up
+// only listed load their indexes here (their largest timestamp is the
+// time index's last entry), as Kafka's largestTimestamp loads a LazyIndex.
 func (l *Log) Segments() []SegmentInfo {
+	l.loadListed()
 	out := l.segmentsSnapshot()
 	for i := range out {
 		// Outside the mutex: a file-system call per segment without
 		// timestamps, which is rare (Kafka's largestTimestamp).
-		if out[i].LargestTimestamp < 0 {
+		if out[i].unloaded {
+			// Its time index could not be read now (out of
+			// descriptors): its age is unknown, so it counts as new,
+			// and neither retention nor the cleaner's lag takes it.
+			out[i].LargestTimestamp = l.store.clock.Now().UnixMilli()
+		} else if out[i].LargestTimestamp < 0 {
 			out[i].LargestTimestamp = l.lastModified(out[i].LogPath)
 		}
 	}
@@ -91,6 +100,7 @@ func (l *Log) segmentsSnapshot() []SegmentInfo {
 			LargestTimestamp: s.maxTs,
 			Active:           s == l.active,
 			LogPath:          s.path(logSuffix),
+			unloaded:         s.listed.Load(),
 		}
 		out[i].OffsetIndexBytes, out[i].TimeIndexBytes = s.indexBytes()
 	}
@@ -113,7 +123,11 @@ func (l *Log) ReadSegment(base int64, p []byte, off int64) (int, error) {
 	if off >= size {
 		return 0, fmt.Errorf("partition: read at %d past the end (%d) of segment %d", off, size, base)
 	}
-	n, err := seg.log.ReadAt(p[:min(int64(len(p)), size-off)], off)
+	var n int
+	err := seg.withFiles(func() (err error) {
+		n, err = seg.log.ReadAt(p[:min(int64(len(p)), size-off)], off)
+		return err
+	})
 	if err != nil {
 		return n, l.readErr(err)
 	}
@@ -147,8 +161,9 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 		if !l.gone.Load() {
 			l.store.markOffline(err)
 		}
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
+	seg.adopt(l)
 	// abort drops the cleaner's output, as Kafka does when a cleaning
 	// cannot complete; the old segments stay. An I/O error takes the data
 	// dir offline, as one in Kafka's cleaner does.
@@ -164,7 +179,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	}
 	st, err := seg.log.Stat()
 	if err != nil {
-		return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		return abort(storageError(err))
 	}
 	seg.size.Store(st.Size())
 
@@ -190,10 +205,10 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	}
 	if !l.loadIndexes(seg, next, false) || (seg.size.Load() > 0 && seg.timeIdx.n.Load() == 0) {
 		if _, _, err := l.recoverSegment(seg, false); err != nil {
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 		if err := seg.syncIndexes(); err != nil {
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 	}
 	// The aborted transactions whose markers the output keeps.
@@ -201,7 +216,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	firstOld, _, _ := check(oldSegs)
 	hasTxn, err := l.swapAbortedEntries(seg, oldSegs[firstOld:firstOld+len(oldBases)], final(txnIndexSuffix)+cleanedSuffix)
 	if err != nil {
-		return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+		return abort(storageError(err))
 	}
 	if hasTxn {
 		suffixes = append(suffixes, txnIndexSuffix)
@@ -216,12 +231,12 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 		mtime := fi.ModTime()
 		for _, suf := range suffixes {
 			if err := fsys.Chtimes(final(suf)+cleanedSuffix, mtime, mtime); err != nil {
-				return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+				return abort(storageError(err))
 			}
 		}
 		// Make the time durable with the data (an fsync writes the inode).
 		if err := seg.log.Sync(); err != nil {
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 	}
 
@@ -246,7 +261,7 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 				fsys.Remove(final(suf) + swapSuffix)
 			}
 			l.mu.Unlock()
-			return abort(fmt.Errorf("%w: %v", ErrStorage, err))
+			return abort(storageError(err))
 		}
 	}
 	old := append([]*segment(nil), segs[first:first+len(oldBases)]...)
@@ -266,10 +281,14 @@ func (l *Log) ReplaceSegments(oldBases []int64, newBase int64) error {
 	for _, suf := range suffixes {
 		if err := fsys.Rename(final(suf)+swapSuffix, final(suf)); err != nil {
 			l.store.markOffline(err)
-			return fmt.Errorf("%w: %v", ErrStorage, err)
+			return storageError(err)
 		}
 	}
-	return l.syncDirSafely()
+	if err := l.syncDirSafely(); err != nil {
+		return err
+	}
+	seg.unpin() // fsynced, under its final names
+	return nil
 }
 
 // DeleteSegmentsBefore deletes every segment whose next offset is <=
@@ -297,7 +316,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 		if err := l.rollLocked(offset, cfg); err != nil {
 			l.fail(err)
 			l.mu.Unlock()
-			return 0, fmt.Errorf("%w: %v", ErrStorage, err)
+			return 0, storageError(err)
 		}
 		// The high watermark now sits at the start of the new segment.
 		l.hw.Store(&hwMark{offset: offset, segBase: offset, pos: 0})
@@ -334,9 +353,10 @@ func (l *Log) retire(old []*segment) error {
 	for _, s := range old {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w: %v", ErrStorage, err)
+				return storageError(err)
 			}
 		}
+		s.retired(deletedSuffix)
 	}
 	delay := time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond
 	l.mu.Lock()

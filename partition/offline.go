@@ -1,8 +1,10 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/kcompatd/kcompatd/internal/vfs"
 )
@@ -20,15 +22,47 @@ import (
 // says why is easier to diagnose, and clients see the same retriable
 // error either way.)
 
+// A resource limit is not a disk failure. Running out of file descriptors
+// (EMFILE for the process, ENFILE for the system) while opening a file says
+// nothing about the disk: Kafka hands the IOException to its
+// LogDirFailureChannel all the same and takes the log dir offline, which
+// one careless client creating topics can then do to every partition, and
+// start-up may hit again. kcompatd fails only the request that hit it
+// (ErrResourceLimit), writes nothing it could not complete, and keeps the
+// dir online: no open failure leaves a half-written byte behind.
+
+// isResourceLimit reports a failure that is the process's or the system's
+// limit on open files, not the disk's.
+func isResourceLimit(err error) bool {
+	return errors.Is(err, ErrResourceLimit) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// storageError wraps an I/O failure for the caller: ErrResourceLimit for a
+// resource limit (the error chain kept, so markOffline sees it), else
+// ErrStorage with the OS error's text.
+func storageError(err error) error {
+	if isResourceLimit(err) {
+		if errors.Is(err, ErrResourceLimit) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrResourceLimit, err)
+	}
+	return fmt.Errorf("%w: %v", ErrStorage, err)
+}
+
 // offlineState is the data dir's failure, set once.
 type offlineState struct {
 	cause atomic.Pointer[error]
 }
 
 // markOffline takes the data dir offline because of err (the first cause
-// is kept and logged once).
+// is kept and logged once), unless err is a resource limit.
 func (s *Store) markOffline(err error) {
 	if err == nil {
+		return
+	}
+	if isResourceLimit(err) {
+		s.logger.Warn().Err(err).Str("dir", s.cfg.Dir).Msg("out of file descriptors; the log dir stays online")
 		return
 	}
 	if s.offline.cause.CompareAndSwap(nil, &err) {
@@ -48,6 +82,9 @@ func (s *Store) Offline() error {
 // fail takes the log, and with it the data dir, offline because of err.
 // REQUIRES: l.mu held.
 func (l *Log) fail(err error) {
+	if isResourceLimit(err) {
+		return // nothing was written (isResourceLimit)
+	}
 	if l.failed == nil {
 		l.failed = err
 	}
@@ -84,7 +121,7 @@ type offlineOnError struct {
 func (f offlineOnError) note(err error) error {
 	if err != nil {
 		f.store.markOffline(err)
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }

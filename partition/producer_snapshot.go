@@ -269,32 +269,41 @@ func (l *Log) replayProducers(segs []*segment, from, leo int64) error {
 			}
 			continue
 		}
-		size := seg.size.Load()
-		r := chunkReader{f: seg.log, size: size, counter: &l.store.recoveryBytes}
-		for pos := int64(0); pos+recordbatch.HeaderSize <= size; {
-			hb, err := r.get(pos, recordbatch.HeaderSize)
-			if err != nil {
-				return err
-			}
-			h := recordbatch.Header(hb)
-			bsz := int64(h.Size())
-			if bsz < recordbatch.HeaderSize || pos+bsz > size {
-				return errCorruptSegment(seg, pos)
-			}
-			if h.LastOffset() >= from && h.ProducerID() >= 0 {
-				if h.Control() {
-					b, err := r.get(pos, bsz)
-					if err != nil {
-						return err
-					}
-					h = recordbatch.Header(b)
-				}
-				if err := l.replayBatch(seg, h, from, leo); err != nil {
+		if err := seg.withFiles(func() error { return l.replaySegment(seg, from, leo) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaySegment is replayProducers over one segment read from its file.
+// REQUIRES: the segment's files open (use).
+func (l *Log) replaySegment(seg *segment, from, leo int64) error {
+	size := seg.size.Load()
+	r := chunkReader{f: seg.log, size: size, counter: &l.store.recoveryBytes}
+	for pos := int64(0); pos+recordbatch.HeaderSize <= size; {
+		hb, err := r.get(pos, recordbatch.HeaderSize)
+		if err != nil {
+			return err
+		}
+		h := recordbatch.Header(hb)
+		bsz := int64(h.Size())
+		if bsz < recordbatch.HeaderSize || pos+bsz > size {
+			return errCorruptSegment(seg, pos)
+		}
+		if h.LastOffset() >= from && h.ProducerID() >= 0 {
+			if h.Control() {
+				b, err := r.get(pos, bsz)
+				if err != nil {
 					return err
 				}
+				h = recordbatch.Header(b)
 			}
-			pos += bsz
+			if err := l.replayBatch(seg, h, from, leo); err != nil {
+				return err
+			}
 		}
+		pos += bsz
 	}
 	return nil
 }

@@ -92,25 +92,38 @@ func (l *Log) readUncommitted(offset int64, maxBytes int32, minOne bool, alloc f
 			// position in the old one (all of it below the HW).
 			limit = min(hw.pos, limit)
 		}
-		pos, err := l.startPosition(seg, offset)
+		b, found, err := l.readSegment(seg, offset, limit, maxBytes, minOne, alloc)
 		if err != nil {
 			return res, l.readErr(err)
 		}
-		found, first, err := scanTo(seg, offset, pos, limit)
-		if err != nil {
-			return res, l.readErr(err)
-		}
-		if found < 0 {
+		if !found {
 			continue // offset is in a gap past this segment's batches
-		}
-		b, err := readBatches(seg, found, first, limit, maxBytes, minOne, alloc)
-		if err != nil {
-			return res, l.readErr(err)
 		}
 		res.Records = b
 		return res, nil
 	}
 	return res, nil
+}
+
+// readSegment reads from seg the batches from the one holding offset, with
+// the segment's files open for the read; found is false if offset is past
+// the segment's batches below limit.
+func (l *Log) readSegment(seg *segment, offset, limit int64, maxBytes int32, minOne bool, alloc func(n int) []byte) (b []byte, found bool, err error) {
+	release, err := seg.use()
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	pos, err := l.startPosition(seg, offset)
+	if err != nil {
+		return nil, false, err
+	}
+	at, first, err := scanTo(seg, offset, pos, limit)
+	if err != nil || at < 0 {
+		return nil, false, err
+	}
+	b, err = readBatches(seg, at, first, limit, maxBytes, minOne, alloc)
+	return b, err == nil, err
 }
 
 // startPosition is where to start scanning for offset: the batch of the

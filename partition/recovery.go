@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
@@ -26,9 +27,11 @@ import (
 //     first bad batch and everything after it is truncated, later segments
 //     are deleted, and a Warn event names what was dropped. Their indexes
 //     are rebuilt from the .log.
-//   - Segments below the recovery point keep their indexes when those are
-//     present and consistent with the .log's size and offsets; otherwise
-//     the indexes are rebuilt.
+//   - Segments below the recovery point are only listed (no file is
+//     opened): at their first use they keep their indexes when those are
+//     present and consistent with the .log's size and offsets, and
+//     otherwise the indexes are rebuilt (segment_files.go). The active
+//     segment is opened and checked at once.
 
 // recoveryChunk is the read size of a recovery scan.
 const recoveryChunk = 1 << 20
@@ -72,8 +75,18 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 	l.hw.Store(&hwMark{})
 	l.pstate = newProducerState()
 
+	_, statErr := s.fs.Stat(dir)
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
+	}
+	if p.create {
+		if err := l.createFiles(p.id); err != nil {
+			if errors.Is(statErr, fs.ErrNotExist) {
+				s.fs.RemoveAll(dir) // ours: a retry must find none
+			}
+			return nil, err
+		}
+		return l, nil
 	}
 	if err := l.checkPartitionMetadata(p.id, p.create); err != nil {
 		return nil, err
@@ -85,12 +98,63 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 		}
 		return nil, err
 	}
-	if p.create {
-		if err := s.fs.SyncDir(dir); err != nil {
-			return nil, err
+	return l, nil
+}
+
+// createFiles fills a new partition's directory: partition.metadata, an
+// empty leader-epoch-checkpoint and the first segment, without a single
+// fsync, so that creating thousands of partitions under the catalog lock
+// costs no fsync per partition. That is safe because the catalog is the
+// commit point and everything here can be rebuilt from it: the caller
+// fsyncs the data dir once for all new directories before writing the
+// catalog; a crash before the catalog is durable leaves directories the
+// next start sets aside as stray; after it, a lost or torn file is made
+// again at the next start (a missing segment is created, a missing or
+// unreadable partition.metadata or leader-epoch-checkpoint rewritten),
+// and the log's first flush fsyncs the directory (dirDirty).
+func (l *Log) createFiles(id TopicID) error {
+	fsys := l.store.fs
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if _, ok := parseSegmentFileName(e.Name(), logSuffix); ok {
+			return fmt.Errorf("partition: new partition directory %s already holds segments", l.dir)
 		}
 	}
-	return l, nil
+	if err := writeNewFile(fsys, filepath.Join(l.dir, partitionMetadataFile), encodePartitionMetadata(id)); err != nil {
+		return err
+	}
+	if err := writeNewFile(fsys, filepath.Join(l.dir, leaderEpochFile), encodeLeaderEpochCheckpoint(nil)); err != nil {
+		return err
+	}
+	nowMs := l.store.clock.Now().UnixMilli()
+	seg, err := openSegment(fsys, l.dir, 0, l.cfg.Load(), true, nowMs)
+	if err != nil {
+		return err
+	}
+	seg.adopt(l)
+	segs := []*segment{seg}
+	l.active = seg
+	l.segs.Store(&segs)
+	l.dirDirty = true
+	l.lastFlushMs.Store(nowMs)
+	l.publishTxnView()
+	return nil
+}
+
+// writeNewFile writes a small file without fsyncing it (createFiles).
+func writeNewFile(fsys vfs.FS, name string, data []byte) error {
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	return err
 }
 
 // checkPartitionMetadata writes partition.metadata, or checks the topic id
@@ -163,24 +227,35 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 		if err != nil {
 			return nil, err
 		}
+		seg.adopt(l)
 		segs = append(segs, seg)
 		l.dirDirty = true
 	}
-	missingIdx := map[int64]bool{}
-	for _, b := range bases {
-		if !have[segmentFileName(b, indexSuffix)] || !have[segmentFileName(b, timeIndexSuffix)] {
-			missingIdx[b] = true
+	// Every segment is first only listed (a Stat, no file opened); the
+	// ones recovery reads, and the active one, are opened below.
+	for i, b := range bases {
+		seg := newSegment(l.dir, b, cfg, nowMs)
+		seg.adopt(l)
+		seg.missingIdx = !have[segmentFileName(b, indexSuffix)] || !have[segmentFileName(b, timeIndexSuffix)]
+		seg.listed.Store(true)
+		if i+1 < len(bases) {
+			seg.listedNext = bases[i+1]
 		}
-		seg, err := openSegment(fsys, l.dir, b, cfg, false, nowMs)
-		if err != nil {
-			return segs, err
-		}
-		segs = append(segs, seg)
-		st, err := seg.log.Stat()
+		st, err := fsys.Stat(seg.path(logSuffix))
 		if err != nil {
 			return segs, err
 		}
 		seg.size.Store(st.Size())
+		segs = append(segs, seg)
+	}
+	// open opens a listed segment's files without loading its indexes
+	// (recovery rebuilds or loads them itself).
+	open := func(seg *segment) error {
+		seg.closeMu.Lock()
+		defer seg.closeMu.Unlock()
+		seg.listed.Store(false)
+		seg.pinned = true
+		return seg.openFilesLocked()
 	}
 
 	last := len(segs) - 1
@@ -203,19 +278,26 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	if recoverFrom == len(segs) && len(bases) > 0 {
 		leo = p.recoveryPoint
 	}
-	for i := 0; i < recoverFrom; i++ {
-		next := leo
-		if i < last {
-			next = segs[i+1].base
+	if recoverFrom == len(segs) && len(bases) > 0 {
+		// Below the recovery point only the active segment is opened
+		// now; the others load their indexes at their first use.
+		seg := segs[last]
+		if err := open(seg); err != nil {
+			return segs, err
 		}
-		if missingIdx[segs[i].base] || !l.loadIndexes(segs[i], next, i == last) {
-			l.logger.Warn().Int64("segment", segs[i].base).Msg("rebuilding missing or inconsistent index")
-			if _, _, err := l.recoverSegment(segs[i], i == last); err != nil {
+		if seg.missingIdx || !l.loadIndexes(seg, leo, true) {
+			l.logger.Warn().Int64("segment", seg.base).Msg("rebuilding missing or inconsistent index")
+			if _, _, err := l.recoverSegment(seg, true); err != nil {
 				return segs, err
 			}
 		}
 	}
 	for i := recoverFrom; i < len(segs); i++ {
+		if segs[i].listed.Load() {
+			if err := open(segs[i]); err != nil {
+				return segs, err
+			}
+		}
 		next, truncated, err := l.recoverSegment(segs[i], i == last)
 		if err != nil {
 			return segs, err
@@ -261,6 +343,11 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	}
 
 	active := segs[last]
+	for _, seg := range segs[:last] {
+		if seg.filesOpen {
+			seg.unpin() // recovered and fsynced above
+		}
+	}
 	l.active = active
 	l.segs.Store(&segs)
 	l.leo.Store(leo)
@@ -276,8 +363,21 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 		if i < last {
 			next = segs[i+1].base
 		}
+		if !have[segmentFileName(seg.base, txnIndexSuffix)] {
+			continue // none: no need to try opening it
+		}
 		if err := l.loadTxnIndex(seg, next); err != nil {
 			return segs, err
+		}
+		if i < last {
+			// Its entries are in memory; the file is reopened only if
+			// recovery's replay appends or truncates it.
+			seg.closeMu.Lock()
+			err := seg.closeTxn()
+			seg.closeMu.Unlock()
+			if err != nil {
+				return segs, err
+			}
 		}
 	}
 	if err := l.loadProducerState(segs, leo, l.logStart.Load(), p.clean); err != nil {

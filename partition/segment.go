@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"container/list"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,9 +67,25 @@ type segment struct {
 
 	// closeMu orders close against a background index fsync: a segment
 	// rolled out and then retired by the cleaner may be closed while the
-	// roll's flush goroutine is still about to sync its indexes.
-	closeMu sync.Mutex
-	closed  bool // guarded by closeMu
+	// roll's flush goroutine is still about to sync its indexes. It also
+	// guards the files (log, offIdx.f, timeIdx.f) and the fields below
+	// up to fileExtra (segment_files.go).
+	closeMu   sync.Mutex
+	closed    bool   // for good: the log closed it, or it was removed
+	filesOpen bool   // log, offIdx.f and timeIdx.f are open
+	refs      int    // uses in progress (use, release)
+	pinned    bool   // active or not yet durable: the files stay open
+	fileExtra string // suffix of the files' current names (".deleted" once retired)
+	// missingIdx: an index file was missing at start-up, rebuild it.
+	missingIdx bool
+	// listed is set for a segment below the recovery point that start-up
+	// only listed: its indexes (entry counts, largest timestamp) are
+	// loaded at its first use; listedNext is the offset after it.
+	listed     atomic.Bool
+	listedNext int64
+	owner      *Log
+	cache      *openSegments
+	idleElem   *list.Element // in cache.idle; guarded by cache.mu
 	// rollJitterMs is subtracted from the roll age (segment.jitter.ms),
 	// drawn once: rollJitterSet. Guarded by the Log's mu.
 	rollJitterMs  int64
@@ -89,7 +106,8 @@ func openSegment(fsys vfs.FS, dir string, base int64, cfg *LogConfig, create boo
 // (".swap" while the cleaner's output is swapped in); the segment's paths
 // stay the final names.
 func openSegmentNamed(fsys vfs.FS, dir string, base int64, cfg *LogConfig, create bool, nowMs int64, extra string) (*segment, error) {
-	s := &segment{base: base, dir: dir, maxTs: -1, offMaxTs: -1, rollTs: -1, createdMs: nowMs}
+	s := newSegment(dir, base, cfg, nowMs)
+	s.pinned, s.filesOpen = true, true
 	logFlag := os.O_RDWR
 	idxFlag := os.O_RDWR | os.O_CREATE
 	if create {
@@ -111,41 +129,52 @@ func openSegmentNamed(fsys vfs.FS, dir string, base int64, cfg *LogConfig, creat
 		fi.Close()
 		return nil, err
 	}
-	s.offIdx = newIndex(fi, offsetIndexEntrySize, cfg.SegmentIndexBytes)
-	s.timeIdx = newIndex(ft, timeIndexEntrySize, cfg.SegmentIndexBytes)
-	s.offIdx.setLoaded(nil)
-	s.timeIdx.setLoaded(nil)
+	s.offIdx.f, s.timeIdx.f = fi, ft
 	if create {
 		s.rollTsKnown = true
 	}
 	return s, nil
 }
 
-// close closes the segment's files.
+// newSegment is a segment with no files open yet.
+func newSegment(dir string, base int64, cfg *LogConfig, nowMs int64) *segment {
+	s := &segment{base: base, dir: dir, maxTs: -1, offMaxTs: -1, rollTs: -1, createdMs: nowMs}
+	s.offIdx = newIndex(nil, offsetIndexEntrySize, cfg.SegmentIndexBytes)
+	s.timeIdx = newIndex(nil, timeIndexEntrySize, cfg.SegmentIndexBytes)
+	s.offIdx.setLoaded(nil)
+	s.timeIdx.setLoaded(nil)
+	return s
+}
+
+// adopt makes l the segment's owner, sharing the store's cache of open
+// segments.
+func (s *segment) adopt(l *Log) {
+	s.owner, s.cache = l, l.store.openSegs
+}
+
+// close closes the segment's files for good.
 func (s *segment) close() error {
 	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
 	s.closed = true
-	err := s.log.Close()
-	if e := s.offIdx.f.Close(); err == nil {
-		err = e
-	}
-	if e := s.timeIdx.f.Close(); err == nil {
-		err = e
-	}
+	err := s.closeFilesLocked()
 	if e := s.closeTxn(); err == nil {
 		err = e
+	}
+	s.closeMu.Unlock()
+	if s.cache != nil {
+		s.cache.remove(s)
 	}
 	return err
 }
 
 // syncIndexes fsyncs both index files. A segment already closed was
 // retired (its data lives on in the segments that replaced it, synced
-// before the swap), so there is nothing left to make durable.
+// before the swap), so there is nothing left to make durable; nor has one
+// whose files the cache closed (only durable segments are closed idle).
 func (s *segment) syncIndexes() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	if s.closed {
+	if s.closed || !s.filesOpen {
 		return nil
 	}
 	if err := s.offIdx.f.Sync(); err != nil {

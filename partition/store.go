@@ -107,6 +107,9 @@ type Store struct {
 	dyn     dynamicBroker    // dynamic broker configs (topic_config.go)
 	quotas  clientQuotaStore // client quotas (client_quotas.go)
 	offline offlineState     // an I/O error took the data dir offline (offline.go)
+	// openSegs is the cache of idle inactive segments whose files are
+	// open (segment_files.go).
+	openSegs *openSegments
 
 	bg     sync.WaitGroup // background goroutines: flushes, removals
 	stop   chan struct{}
@@ -135,6 +138,12 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.ReplayCacheBudget <= 0 {
 		cfg.ReplayCacheBudget = DefaultReplayCacheBudget
 	}
+	if cfg.OpenSegments <= 0 {
+		cfg.OpenSegments = DefaultOpenSegments
+	}
+	if cfg.MaxOpenFiles <= 0 {
+		cfg.MaxOpenFiles = openFileLimit()
+	}
 	s := &Store{
 		cfg:    cfg,
 		fs:     cfg.FS,
@@ -144,6 +153,7 @@ func Open(cfg Config) (*Store, error) {
 		byID:   map[TopicID]*Topic{},
 		stop:   make(chan struct{}),
 	}
+	s.openSegs = &openSegments{max: cfg.OpenSegments}
 	if err := s.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: creating data dir: %w", err)
 	}
@@ -441,8 +451,8 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	if n < 1 {
 		return nil, withDetail(ErrInvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 	}
-	if n > maxPartitions {
-		return nil, withDetail(ErrInvalidPartitions, fmt.Sprintf("Number of partitions %d is larger than the maximum of %d.", n, maxPartitions))
+	if n > MaxPartitionsPerRequest {
+		return nil, withDetail(ErrTooManyPartitions, TooManyPartitionsCreateTopics)
 	}
 	conf, err := ResolveLogConfig(s.dynamicDefaults(), overrides)
 	if err != nil {
@@ -483,6 +493,9 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	case collision != "":
 		return nil, withDetail(ErrInvalidTopic, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, collision))
 	}
+	if err := s.checkPartitionCount(int64(n)); err != nil {
+		return nil, err
+	}
 	t := &Topic{Name: name, ID: newUUID(), Config: conf, Overrides: ov, Internal: IsInternalTopic(name)}
 	if validateOnly {
 		return t, nil
@@ -515,12 +528,12 @@ func (s *Store) createLogs(t *Topic, total int32) (err error) {
 		// before the catalog was written, so create finds none.
 		l, err := s.openLog(logParams{topic: t.Name, partition: p, id: t.ID, cfg: t.Config, recoveryPoint: -1, logStart: -1, create: true})
 		if err != nil {
-			return fmt.Errorf("%w: creating %s-%d: %v", ErrStorage, t.Name, p, err)
+			return storageError(fmt.Errorf("creating %s-%d: %w", t.Name, p, err))
 		}
 		t.Partitions = append(t.Partitions, l)
 	}
 	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }
@@ -636,7 +649,7 @@ func (s *Store) DeleteTopic(name string) error {
 	s.logger.Info().Str("topic", name).Msg("topic deleted")
 	if firstErr != nil {
 		s.markOffline(firstErr)
-		return fmt.Errorf("%w: %v", ErrStorage, firstErr)
+		return storageError(firstErr)
 	}
 	return nil
 }
@@ -713,6 +726,7 @@ func (s *Store) checkpointLoop() {
 		}
 		// A panic fails this run only (KafkaScheduler's rule).
 		panics.Run(s.logger, "flush and checkpoint task panicked; it runs again at its next interval", func() {
+			s.closeIdleSegments()
 			s.flushDue()
 			if err := s.WriteCheckpoints(); err != nil {
 				s.logger.Error().Err(err).Msg("cannot write offset checkpoints")
@@ -766,7 +780,7 @@ func (s *Store) WriteCheckpoints() error {
 		// As Kafka's LogManager: a checkpoint that cannot be written
 		// takes the log dir offline.
 		s.markOffline(err)
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return storageError(err)
 	}
 	return nil
 }

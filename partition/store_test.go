@@ -114,7 +114,8 @@ func TestCreateTopicErrors(t *testing.T) {
 		{"a_b", 1, nil, ErrInvalidTopic},
 		{"bad name", 1, nil, ErrInvalidTopic},
 		{"zero", 0, nil, ErrInvalidPartitions},
-		{"huge", 1 << 30, nil, ErrInvalidPartitions},
+		{"huge", 1 << 30, nil, ErrTooManyPartitions},
+		{"huge", 1 << 16, nil, ErrTooManyPartitions},
 		{"cfg", 1, map[string]string{"nope": "1"}, ErrInvalidConfig},
 	} {
 		if _, err := s.CreateTopic(tc.name, tc.n, tc.ov, false); !errors.Is(err, tc.want) {

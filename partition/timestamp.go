@@ -21,6 +21,7 @@ type segTimes struct {
 // timeSnapshot copies the segments below the high watermark with their
 // largest timestamps.
 func (l *Log) timeSnapshot() []segTimes {
+	l.loadListed()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	hw := l.hw.Load()
@@ -56,37 +57,52 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		if st.maxTs < ts {
 			continue
 		}
-		seg := st.seg
-		pos := int64(0)
-		// Entries below ts cover only records older than ts.
-		if e, ok, err := seg.timeIdx.floor(ts-1, seg.base); err != nil {
+		o, t, ok, err := offsetForTimestampIn(st, ts, logStart)
+		if err != nil {
 			return -1, -1, false, l.readErr(err)
+		}
+		if ok {
+			return o, t, true, nil
+		}
+	}
+	return -1, -1, false, nil
+}
+
+// offsetForTimestampIn is OffsetForTimestamp within one segment, with its
+// files open.
+func offsetForTimestampIn(st segTimes, ts, logStart int64) (offset, timestamp int64, found bool, err error) {
+	seg := st.seg
+	release, err := seg.use()
+	if err != nil {
+		return -1, -1, false, err
+	}
+	defer release()
+	pos := int64(0)
+	// Entries below ts cover only records older than ts.
+	if e, ok, err := seg.timeIdx.floor(ts-1, seg.base); err != nil {
+		return -1, -1, false, err
+	} else if ok {
+		if p, ok, err := seg.offIdx.floor(max(e.val, logStart), seg.base); err != nil {
+			return -1, -1, false, err
 		} else if ok {
-			if p, ok, err := seg.offIdx.floor(max(e.val, logStart), seg.base); err != nil {
-				return -1, -1, false, l.readErr(err)
-			} else if ok {
-				pos = p.val
+			pos = p.val
+		}
+	}
+	for pos < st.limit {
+		b, h, err := readBatchAt(seg, pos, st.limit, false)
+		if err != nil {
+			return -1, -1, false, err
+		}
+		if h.MaxTimestamp() >= ts && h.LastOffset() >= logStart {
+			if b, _, err = readBatchAt(seg, pos, st.limit, true); err != nil {
+				return -1, -1, false, err
+			}
+			o, t, ok, err := firstRecordAtOrAfter(b, ts, logStart)
+			if err != nil || ok {
+				return o, t, ok, err
 			}
 		}
-		for pos < st.limit {
-			b, h, err := readBatchAt(seg, pos, st.limit, false)
-			if err != nil {
-				return -1, -1, false, l.readErr(err)
-			}
-			if h.MaxTimestamp() >= ts && h.LastOffset() >= logStart {
-				if b, _, err = readBatchAt(seg, pos, st.limit, true); err != nil {
-					return -1, -1, false, l.readErr(err)
-				}
-				o, t, ok, err := firstRecordAtOrAfter(b, ts, logStart)
-				if err != nil {
-					return -1, -1, false, l.readErr(err)
-				}
-				if ok {
-					return o, t, true, nil
-				}
-			}
-			pos += int64(h.Size())
-		}
+		pos += int64(h.Size())
 	}
 	return -1, -1, false, nil
 }
@@ -109,6 +125,11 @@ func (l *Log) MaxTimestamp() (timestamp, offset int64, found bool, err error) {
 	}
 	st := snap[best]
 	seg := st.seg
+	release, err := seg.use()
+	if err != nil {
+		return -1, -1, false, l.readErr(err)
+	}
+	defer release()
 	pos := int64(0)
 	if e, ok, err := seg.offIdx.floor(st.offMaxTs, seg.base); err != nil {
 		return -1, -1, false, l.readErr(err)

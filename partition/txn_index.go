@@ -155,15 +155,20 @@ func (s *segment) appendAbortedLocked(fsys vfs.FS, e abortedEntry) error {
 	if s.closed {
 		return errors.New("partition: segment closed")
 	}
+	pos := int64(len(s.txn.entries) * txnEntrySize)
 	if s.txn.f == nil {
-		f, err := fsys.OpenFile(s.path(txnIndexSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		// The file holds the entries (start-up closes the .txnindex of
+		// inactive segments once read), or is stale or missing.
+		f, err := fsys.OpenFile(s.path(txnIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return err
 		}
+		if err := f.Truncate(pos); err != nil {
+			f.Close()
+			return err
+		}
 		s.txn.f = f
-		s.txn.entries = nil
 	}
-	pos := int64(len(s.txn.entries) * txnEntrySize)
 	if _, err := s.txn.f.WriteAt(appendTxnEntry(nil, e), pos); err != nil {
 		s.txn.f.Truncate(pos)
 		return err
@@ -189,6 +194,18 @@ func (s *segment) truncateAbortedLocked(offset int64) error {
 	s.txn.entries = append([]abortedEntry(nil), s.txn.entries[:n]...)
 	if s.txn.f != nil {
 		if err := s.txn.f.Truncate(int64(n * txnEntrySize)); err != nil {
+			return err
+		}
+	} else {
+		f, err := s.owner.store.fs.OpenFile(s.path(txnIndexSuffix), os.O_RDWR, 0o644)
+		if err != nil {
+			return err
+		}
+		err = f.Truncate(int64(n * txnEntrySize))
+		if e := f.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -977,3 +977,44 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 		t.Fatalf("features %+v %+v", av.SupportedFeatures, av.FinalizedFeatures)
 	}
 }
+
+// TestTooManyPartitionsPerRequest: a CreateTopics or CreatePartitions
+// adding more than 10000 partitions over its topics is refused whole with
+// Kafka's POLICY_VIOLATION and message, and creates nothing.
+func TestTooManyPartitionsPerRequest(t *testing.T) {
+	b := startBroker(t, nil)
+	b.createTopic(t, "g", 1, nil)
+	topic := func(name string, parts int32) kmsg.CreateTopicsRequestTopic {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, parts, 1
+		return ct
+	}
+	for _, topics := range [][]kmsg.CreateTopicsRequestTopic{
+		{topic("huge", 65536)},
+		{topic("half-a", 6000), topic("half-b", 6000)},
+	} {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(7)
+		req.Topics = topics
+		resp := dialWire(t, b.addr).roundTrip(req).(*kmsg.CreateTopicsResponse)
+		if len(resp.Topics) != len(topics) {
+			t.Fatalf("%d results for %d topics", len(resp.Topics), len(topics))
+		}
+		for _, got := range resp.Topics {
+			if got.ErrorCode != kerr.PolicyViolation.Code || got.ErrorMessage == nil || *got.ErrorMessage != "Excessively large number of partitions per request." {
+				t.Errorf("%s: code %d message %v", got.Topic, got.ErrorCode, got.ErrorMessage)
+			}
+			if b.store.Topic(got.Topic) != nil {
+				t.Errorf("%s created", got.Topic)
+			}
+		}
+	}
+	resp := dialWire(t, b.addr).roundTrip(createPartitionsReq(3, false, cpTopic("g", 65536))).(*kmsg.CreatePartitionsResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.PolicyViolation.Code ||
+		resp.Topics[0].ErrorMessage == nil || *resp.Topics[0].ErrorMessage != "Unable to perform excessively large batch operation." {
+		t.Fatalf("CreatePartitions to 65536: %+v", resp.Topics)
+	}
+	if n := len(b.store.Topic("g").Partitions); n != 1 {
+		t.Fatalf("g has %d partitions", n)
+	}
+}

@@ -13,6 +13,11 @@ package protocol
 //     count other than the topic's (1) (INVALID_REPLICA_ASSIGNMENT, with
 //     Kafka's messages). On one broker the only valid assignment is [our
 //     node id].
+//   - A request adding more than partition.MaxPartitionsPerRequest (10000)
+//     partitions over its topics is refused whole, every entry
+//     POLICY_VIOLATION "Unable to perform excessively large batch
+//     operation." (Kafka's controller: one record per new partition, at
+//     most 10000 records per operation).
 //   - ValidateOnly runs every check and creates nothing.
 //   - New partitions are created synchronously (empty logs, then the
 //     catalog), so TimeoutMillis is not needed.
@@ -27,6 +32,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/partition"
 )
 
 func init() { register(kmsg.CreatePartitions.Int16(), 0, 3, handleCreatePartitions) }
@@ -38,6 +45,18 @@ func handleCreatePartitions(s *Server, r *Request) (kmsg.Response, error) {
 	count := make(map[string]int, len(req.Topics))
 	for _, t := range req.Topics {
 		count[t.Topic]++
+	}
+	var adding int64
+	for _, t := range req.Topics {
+		if tp := s.store.Topic(t.Topic); tp != nil && count[t.Topic] == 1 && int(t.Count) > len(tp.Partitions) {
+			adding += int64(int(t.Count) - len(tp.Partitions))
+		}
+	}
+	if adding > partition.MaxPartitionsPerRequest {
+		for _, t := range req.Topics {
+			resp.Topics = append(resp.Topics, createPartitionsResult(t.Topic, kerr.PolicyViolation.Code, msgPtr(partition.TooManyPartitionsCreatePartitions)))
+		}
+		return resp, nil
 	}
 	reported := make(map[string]bool)
 	for _, t := range req.Topics {

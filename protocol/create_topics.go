@@ -14,6 +14,11 @@ package protocol
 //     above 1 (INVALID_REPLICATION_FACTOR: one broker), numPartitions 0 or
 //     below -1 (INVALID_PARTITIONS). -1 means num.partitions and
 //     default.replication.factor.
+//   - First of all, a request whose topics (duplicates aside) add up to
+//     more than partition.MaxPartitionsPerRequest (10000) partitions is
+//     refused whole: every entry POLICY_VIOLATION "Excessively large
+//     number of partitions per request." (validateTotalNumberOfPartitions;
+//     -1 counts num.partitions, a manual assignment its length).
 //   - ValidateOnly runs every check and creates nothing.
 //   - Creation is synchronous, so TimeoutMillis is not needed.
 //   - A failed topic reports NumPartitions and ReplicationFactor -1 and no
@@ -52,6 +57,12 @@ func handleCreateTopics(s *Server, r *Request) (kmsg.Response, error) {
 	for _, t := range req.Topics {
 		count[t.Topic]++
 	}
+	if s.requestedPartitions(req.Topics, count) > partition.MaxPartitionsPerRequest {
+		for _, t := range req.Topics {
+			resp.Topics = append(resp.Topics, failedCreatableTopic(t.Topic, kerr.PolicyViolation, partition.TooManyPartitionsCreateTopics))
+		}
+		return resp, nil
+	}
 	var dups []string
 	reported := make(map[string]bool)
 	for _, t := range req.Topics {
@@ -68,6 +79,24 @@ func handleCreateTopics(s *Server, r *Request) (kmsg.Response, error) {
 		resp.Topics = append(resp.Topics, failedCreatableTopic(name, kerr.InvalidRequest, "Duplicate topic name."))
 	}
 	return resp, nil
+}
+
+// requestedPartitions is the partition count the topics named once ask
+// for, as Kafka's validateTotalNumberOfPartitions counts it.
+func (s *Server) requestedPartitions(topics []kmsg.CreateTopicsRequestTopic, count map[string]int) int64 {
+	var total int64
+	for _, t := range topics {
+		switch {
+		case count[t.Topic] > 1:
+		case len(t.ReplicaAssignment) > 0:
+			total += int64(len(t.ReplicaAssignment))
+		case t.NumPartitions == -1:
+			total += int64(s.cfg.NumPartitions)
+		case t.NumPartitions > 0:
+			total += int64(t.NumPartitions)
+		}
+	}
+	return total
 }
 
 func failedCreatableTopic(name string, code *kerr.Error, msg string) kmsg.CreateTopicsResponseTopic {

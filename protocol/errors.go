@@ -26,7 +26,16 @@ var errorMapping = []struct {
 	{partition.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{partition.ErrRecordTooLarge, kerr.MessageTooLarge},
 	{partition.ErrStorage, kerr.KafkaStorageError},
+	// Out of file descriptors: Kafka takes the log dir offline and
+	// answers KAFKA_STORAGE_ERROR from then on; kcompatd fails only this
+	// request (partition/offline.go) with a code every client retries.
+	// NOT_LEADER_OR_FOLLOWER, not REQUEST_TIMED_OUT: the Java consumer
+	// retries it in a Fetch partition after a metadata refresh but throws
+	// IllegalStateException on REQUEST_TIMED_OUT there ("Unexpected error
+	// code"), while producers retry both.
+	{partition.ErrResourceLimit, kerr.NotLeaderForPartition},
 	{partition.ErrMetadataTooLarge, kerr.PolicyViolation},
+	{partition.ErrTooManyPartitions, kerr.PolicyViolation},
 	// A store closing under us is a broker going away: retriable, and it
 	// makes clients refresh metadata.
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
@@ -80,7 +89,7 @@ func errorMessage(err error) *string {
 			return nil // a bare sentinel carries no detail
 		}
 	}
-	if errors.Is(err, partition.ErrStorage) {
+	if errors.Is(err, partition.ErrStorage) || errors.Is(err, partition.ErrResourceLimit) {
 		// Kafka sends no message with KAFKA_STORAGE_ERROR: its
 		// ReplicaManager.appendToLocalLog answers a KafkaStorageException
 		// with hasCustomErrorMessage = false, so LogAppendResult.errorMessage
@@ -104,7 +113,7 @@ func (s *Server) errorAnswer(r *Request, err error, topic string, part int32) (i
 // storage failure that r answers as KAFKA_STORAGE_ERROR with Kafka's
 // message only. Other errors log nothing.
 func (r *Request) logStorageError(err error, topic string, part int32) {
-	if r.log == nil || !errors.Is(err, partition.ErrStorage) {
+	if r.log == nil || !errors.Is(err, partition.ErrStorage) && !errors.Is(err, partition.ErrResourceLimit) {
 		return
 	}
 	cid := ""
@@ -119,5 +128,5 @@ func (r *Request) logStorageError(err error, topic string, part int32) {
 	if part >= 0 {
 		ev = ev.Int32("partition", part)
 	}
-	ev.Msg("storage error answered as KAFKA_STORAGE_ERROR")
+	ev.Msg("storage error answered with its Kafka code")
 }

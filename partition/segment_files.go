@@ -1,0 +1,290 @@
+package partition
+
+// Open files of inactive segments.
+//
+// A segment's .log, .index and .timeindex are open while it is pinned
+// (the active segment, and a rolled or swapped-in segment until its data
+// and indexes are fsynced) or in use (a read, the cleaner, retention, a
+// flush holds a reference). An inactive segment nobody uses stays open in
+// the store's cache of idle segments until it is the least recently used
+// one past DefaultOpenSegments (Config.OpenSegments), or until it has been
+// idle for segmentIdleMs (the checkpoint loop sweeps): then its files are
+// closed, and the next use opens them again. Kafka keeps every segment's
+// .log open and maps its indexes on demand (LazyIndex); with
+// segment.bytes as small as 14 and no bound on topics, one descriptor per
+// segment has no bound either.
+//
+// Segments below the recovery point are only listed at start-up (their
+// size from a Stat): their indexes are read and checked, or rebuilt from
+// the .log, at their first use (lazyLoadLocked), as Kafka loads a
+// LazyIndex on first access and checks it at most then.
+//
+// The files and the reference count are guarded by segment.closeMu: a
+// reference taken under it keeps the files open until it is released, so
+// a lazily opened file is never closed under its reader. The cache has its
+// own lock (openSegments.mu), never held together with a closeMu: the
+// cache is a hint, and closing rechecks the count under closeMu.
+
+import (
+	"container/list"
+	"errors"
+	"os"
+	"sync"
+)
+
+// DefaultOpenSegments is Config.OpenSegments' default: idle inactive
+// segments whose files stay open, per store (three descriptors each).
+const DefaultOpenSegments = 128
+
+// segmentIdleMs is how long an idle inactive segment keeps its files open
+// at most (closed by the checkpoint loop's sweep, so up to a checkpoint
+// interval later).
+const segmentIdleMs = 60_000
+
+// errSegmentClosed is a use of a segment whose log was closed or which
+// was retired and removed.
+var errSegmentClosed = errors.New("partition: segment closed")
+
+// openSegments is a store's cache of idle inactive segments with open
+// files, least recently used first.
+type openSegments struct {
+	mu   sync.Mutex
+	max  int
+	idle list.List // of *idleSegment
+}
+
+type idleSegment struct {
+	seg   *segment
+	since int64 // clock ms when it became idle
+}
+
+// push makes seg the most recently used idle segment and returns the
+// segments to close so that at most max stay in the cache.
+func (c *openSegments) push(seg *segment, nowMs int64) []*segment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seg.idleElem != nil {
+		c.idle.Remove(seg.idleElem)
+	}
+	seg.idleElem = c.idle.PushBack(&idleSegment{seg, nowMs})
+	var out []*segment
+	for c.idle.Len() > c.max {
+		out = append(out, c.popFrontLocked())
+	}
+	return out
+}
+
+// popFrontLocked removes the least recently used segment. REQUIRES: mu.
+func (c *openSegments) popFrontLocked() *segment {
+	e := c.idle.Front()
+	c.idle.Remove(e)
+	s := e.Value.(*idleSegment).seg
+	s.idleElem = nil
+	return s
+}
+
+// remove takes seg out of the cache (in use, or closed).
+func (c *openSegments) remove(seg *segment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seg.idleElem != nil {
+		c.idle.Remove(seg.idleElem)
+		seg.idleElem = nil
+	}
+}
+
+// expired removes and returns the segments idle since before cutoffMs.
+func (c *openSegments) expired(cutoffMs int64) []*segment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*segment
+	for e := c.idle.Front(); e != nil && e.Value.(*idleSegment).since < cutoffMs; e = c.idle.Front() {
+		out = append(out, c.popFrontLocked())
+	}
+	return out
+}
+
+// closeIdle closes the files of segments the cache let go, unless they
+// were taken again meanwhile.
+func closeIdle(segs []*segment) {
+	for _, s := range segs {
+		s.closeMu.Lock()
+		if s.refs == 0 && !s.pinned && s.filesOpen {
+			s.closeFilesLocked()
+		}
+		s.closeMu.Unlock()
+	}
+}
+
+// closeIdleSegments closes the files of segments idle for segmentIdleMs.
+func (s *Store) closeIdleSegments() {
+	closeIdle(s.openSegs.expired(s.clock.Now().UnixMilli() - segmentIdleMs))
+}
+
+// use takes a reference on the segment's files, opening them (and loading
+// a listed segment's indexes) if needed. The caller calls the returned
+// release once done. A descriptor limit fails this use alone
+// (ErrResourceLimit through storageError).
+func (s *segment) use() (release func(), err error) {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil, errSegmentClosed
+	}
+	if !s.filesOpen {
+		if err := s.openFilesLocked(); err != nil {
+			s.closeMu.Unlock()
+			return nil, err
+		}
+	}
+	// Only an unpinned segment nobody used may be in the cache (a pinned
+	// one never is: the hot path of reads of the active segment does not
+	// touch the store-wide cache).
+	mayBeIdle := !s.pinned && s.refs == 0
+	s.refs++
+	s.closeMu.Unlock()
+	if c := s.cache; c != nil && mayBeIdle {
+		c.remove(s)
+	}
+	return s.release, nil
+}
+
+// release gives back a reference taken by use.
+func (s *segment) release() {
+	s.closeMu.Lock()
+	s.refs--
+	idle := s.refs == 0 && !s.pinned && s.filesOpen && !s.closed
+	s.closeMu.Unlock()
+	if idle && s.cache != nil {
+		closeIdle(s.cache.push(s, s.owner.store.clock.Now().UnixMilli()))
+	}
+}
+
+// unpin lets the cache close the segment's files once it is idle: it is
+// inactive and durable.
+func (s *segment) unpin() {
+	s.closeMu.Lock()
+	s.pinned = false
+	idle := s.refs == 0 && s.filesOpen && !s.closed
+	s.closeMu.Unlock()
+	if idle && s.cache != nil {
+		closeIdle(s.cache.push(s, s.owner.store.clock.Now().UnixMilli()))
+	}
+}
+
+// withFiles runs f with the segment's files open.
+func (s *segment) withFiles(f func() error) error {
+	release, err := s.use()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return f()
+}
+
+// syncData fsyncs the .log, and with indexes the index files. A segment
+// closed for good has nothing left to make durable (see syncIndexes).
+func (s *segment) syncData(indexes bool) error {
+	err := s.withFiles(func() error {
+		if err := s.log.Sync(); err != nil || !indexes {
+			return err
+		}
+		return s.syncIndexes()
+	})
+	if errors.Is(err, errSegmentClosed) {
+		return nil
+	}
+	return err
+}
+
+// retired notes that the segment's files were renamed with suffix, so a
+// later use opens them under their new names.
+func (s *segment) retired(suffix string) {
+	s.closeMu.Lock()
+	s.fileExtra = suffix
+	s.closeMu.Unlock()
+}
+
+// openFilesLocked opens the three files (at their current names: a
+// retired segment's carry ".deleted") and, for a segment only listed at
+// start-up, checks or rebuilds its indexes. REQUIRES: closeMu held.
+func (s *segment) openFilesLocked() error {
+	fsys := s.owner.store.fs
+	lf, err := fsys.OpenFile(s.path(logSuffix)+s.fileExtra, os.O_RDWR, 0o644)
+	if err != nil {
+		return storageError(err)
+	}
+	fi, err := fsys.OpenFile(s.path(indexSuffix)+s.fileExtra, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		lf.Close()
+		return storageError(err)
+	}
+	ft, err := fsys.OpenFile(s.path(timeIndexSuffix)+s.fileExtra, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		lf.Close()
+		fi.Close()
+		return storageError(err)
+	}
+	s.log, s.offIdx.f, s.timeIdx.f = lf, fi, ft
+	s.filesOpen = true
+	if s.listed.Load() {
+		if err := s.lazyLoadLocked(); err != nil {
+			s.closeFilesLocked()
+			return storageError(err)
+		}
+	}
+	return nil
+}
+
+// lazyLoadLocked adopts the indexes of a segment listed at start-up
+// below the recovery point, or rebuilds them from its .log when missing
+// or inconsistent. REQUIRES: closeMu held, files open.
+func (s *segment) lazyLoadLocked() error {
+	l := s.owner
+	if s.missingIdx || !l.loadIndexes(s, s.listedNext, false) {
+		l.logger.Warn().Int64("segment", s.base).Msg("rebuilding missing or inconsistent index")
+		if _, _, err := l.recoverSegment(s, false); err != nil {
+			return err
+		}
+		if err := s.offIdx.f.Sync(); err != nil {
+			return err
+		}
+		if err := s.timeIdx.f.Sync(); err != nil {
+			return err
+		}
+	}
+	s.listed.Store(false)
+	return nil
+}
+
+// closeFilesLocked closes the three files. REQUIRES: closeMu held.
+func (s *segment) closeFilesLocked() error {
+	if !s.filesOpen {
+		return nil
+	}
+	s.filesOpen = false
+	err := s.log.Close()
+	if e := s.offIdx.f.Close(); err == nil {
+		err = e
+	}
+	if e := s.timeIdx.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// loaded makes sure a listed segment's indexes, and with them its largest
+// timestamp, are loaded (reported false if that failed).
+func (s *segment) loaded() bool {
+	return !s.listed.Load() || s.withFiles(func() error { return nil }) == nil
+}
+
+// loadListed loads the indexes of the log's segments start-up only
+// listed, so their largest timestamps are known. One that cannot be
+// loaded now (a descriptor limit) keeps -1, which expires nothing, and is
+// tried again next time.
+func (l *Log) loadListed() {
+	for _, s := range *l.segs.Load() {
+		s.loaded()
+	}
+}
