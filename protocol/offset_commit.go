@@ -34,7 +34,11 @@ package protocol
 //   - v7: InstanceID (KIP-345)
 //   - v8: flexible
 //   - v9: no schema change (KIP-848 member epochs; for classic groups the
-//     generation); GROUP_ID_NOT_FOUND for a member of an unknown group
+//     generation); GROUP_ID_NOT_FOUND for a member of an unknown group.
+//     A member of a KIP-848 group must commit with v9+ (UNSUPPORTED_VERSION
+//     before) and its member epoch (STALE_MEMBER_EPOCH; an older epoch is
+//     accepted for partitions it has held since, as Kafka 4.3 relaxes it);
+//     epoch -1 only while the group has no members
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -20,8 +20,11 @@ package protocol
 //   - v6: flexible
 //   - v7: RequireStable (KIP-447)
 //   - v8: batched Groups (KIP-709)
-//   - v9: MemberID and MemberEpoch (KIP-848; not checked for classic groups,
-//     as Kafka does not)
+//   - v9: MemberID and MemberEpoch (KIP-848): for a consumer group the
+//     member must exist (UNKNOWN_MEMBER_ID) at its epoch
+//     (STALE_MEMBER_EPOCH) unless no member id and a negative epoch are
+//     given (an admin client); not checked for classic groups, as Kafka
+//     does not
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,7 +84,16 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 			}
 		}
-		res, code := s.fetchOffsets(r, g.Group, topics, req.RequireStable)
+		var code int16
+		if r.Version >= 9 && s.groups != nil {
+			code = s.groups.CheckFetchMember(r.Ctx, g.Group, g.MemberID, g.MemberEpoch)
+		}
+		var res []kmsg.OffsetFetchResponseGroupTopic
+		if code == 0 {
+			res, code = s.fetchOffsets(r, g.Group, topics, req.RequireStable)
+		} else {
+			res = s.noOffsets(topics)
+		}
 		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, Topics: res, ErrorCode: code})
 	}
 	return resp, nil
