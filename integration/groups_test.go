@@ -137,15 +137,38 @@ type consumed struct {
 
 func (c *consumed) poll(ctx context.Context, name string, cl *kgo.Client) {
 	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) {
-			c.mu.Lock()
-			if prev, ok := c.by[string(r.Key)]; ok {
-				c.dups = append(c.dups, fmt.Sprintf("%s by %s and %s", r.Key, prev, name))
-			}
-			c.by[string(r.Key)] = name
-			c.mu.Unlock()
-		})
+		c.add(name, cl.PollFetches(ctx))
+	}
+}
+
+// add records what name polled.
+func (c *consumed) add(name string, fs kgo.Fetches) {
+	fs.EachRecord(func(r *kgo.Record) {
+		c.mu.Lock()
+		if prev, ok := c.by[string(r.Key)]; ok {
+			c.dups = append(c.dups, fmt.Sprintf("%s by %s and %s", r.Key, prev, name))
+		}
+		c.by[string(r.Key)] = name
+		c.mu.Unlock()
+	})
+}
+
+// waitFor waits until want distinct records were consumed, or timeout.
+func (c *consumed) waitFor(want int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for c.count() < want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// check fails unless want distinct records were consumed, none twice.
+func (c *consumed) check(t testing.TB, want int) {
+	t.Helper()
+	if n := c.count(); n != want {
+		t.Fatalf("consumed %d distinct records, want %d", n, want)
+	}
+	if len(c.dups) > 0 {
+		t.Fatalf("records consumed twice: %v", c.dups[:min(len(c.dups), 10)])
 	}
 }
 
@@ -183,18 +206,10 @@ func TestGroupThreeMembersShareElevenPartitions(t *testing.T) {
 	const per = 20
 	b.produceN(t, topic, parts, per, "a")
 	want := int(parts) * per
-	deadline := time.Now().Add(60 * time.Second)
-	for got.count() < want && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	got.waitFor(want, 60*time.Second)
 	cancel()
 	wg.Wait()
-	if n := got.count(); n != want {
-		t.Fatalf("consumed %d distinct records, want %d", n, want)
-	}
-	if len(got.dups) > 0 {
-		t.Fatalf("records consumed twice: %v", got.dups[:min(len(got.dups), 10)])
-	}
+	got.check(t, want)
 	// Each partition was read by the one member it is assigned to.
 	owner := map[int32]string{}
 	for key, who := range got.by {
