@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // groupConfigs start a broker whose groups rebalance at once and accept
@@ -492,6 +493,10 @@ func TestGroupBadInput(t *testing.T) {
 		check(t, "sync", sr.ErrorCode, kerr.UnknownMemberID)
 	})
 	t.Run("commit", func(t *testing.T) {
+		// Topics by name: OffsetCommit v9 (v10 names them by id).
+		v9 := kversion.Stable()
+		v9.SetMaxKeyVersion(8, 9)
+		cl := b.newClient(t, kgo.MaxVersions(v9))
 		big := strings.Repeat("x", 5000)
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group = "simple"
