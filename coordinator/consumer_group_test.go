@@ -563,3 +563,46 @@ func TestConsumerGroupChurn(t *testing.T) {
 		})
 	}
 }
+
+func TestConsumerGroupDescribeGroupsAndOffsetExpiry(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.OffsetsRetention, c.ConsumerSessionTimeout = time.Hour, 2*time.Hour })
+	e.topic("t", 2)
+	e.topic("gone", 1)
+	a := e.newClient("g", "a", "t")
+	a.ok()
+	d, found := e.c.DescribeGroup(context.Background(), "g", 5)
+	if !found || d.State != "Stable" || d.ProtocolType != "consumer" || d.Protocol != "uniform" || len(d.Members) != 1 {
+		t.Fatalf("DescribeGroups: %+v", d)
+	}
+	var asg kmsg.ConsumerMemberAssignment
+	if err := asg.ReadFrom(d.Members[0].MemberAssignment); err != nil || len(asg.Topics) != 1 || asg.Topics[0].Topic != "t" || len(asg.Topics[0].Partitions) != 2 {
+		t.Fatalf("member assignment %+v (%v)", asg, err)
+	}
+	// Offsets of a topic nobody subscribes to expire by commit time even
+	// while the group has members; the subscribed topic's do not.
+	for _, topic := range []string{"t", "gone"} {
+		code := oneCode(t, e.c.CommitOffsets(context.Background(), 9, "g", a.epoch, "a", nil,
+			[]CommitPartition{{Topic: topic, Partition: 0, Offset: 5, LeaderEpoch: -1, CommitTimestamp: e.c.Now(), ExpireTimestamp: -1}}))
+		expectCode(t, "commit "+topic, code, nil)
+	}
+	for i := 0; i < 13; i++ {
+		e.clk.Advance(5 * time.Minute)
+		a.ok()
+	}
+	e.c.ExpireOffsets()
+	got, _ := e.c.FetchOffsets(context.Background(), "g", nil)
+	if len(got) != 1 || got[0].Topic != "t" {
+		t.Fatalf("offsets after expiry: %+v", got)
+	}
+	// Empty, and its last offset expired: the group goes, records and all.
+	a.leave(-1)
+	e.clk.Advance(2 * time.Hour)
+	e.c.ExpireOffsets()
+	if d := e.describeCG("g"); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("expired group: %+v", d)
+	}
+	e.restart()
+	if d := e.describeCG("g"); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("expired group came back: %+v", d)
+	}
+}
