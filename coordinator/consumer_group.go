@@ -302,7 +302,14 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	req := hr.req
 	cg := g.cg
 	now := g.c.clock.Now()
-	if _, ok := cg.members[req.MemberID]; !ok && req.MemberEpoch == 0 && len(cg.members) >= g.c.cfg.ConsumerMaxSize {
+	// Kafka's throwIfConsumerGroupIsFull, before any member check; a
+	// static member taking its instance's place is not a new member.
+	_, known := cg.members[req.MemberID]
+	instanceKnown := false
+	if req.InstanceID != nil {
+		_, instanceKnown = cg.static[*req.InstanceID]
+	}
+	if !known && !instanceKnown && len(cg.members) >= g.c.cfg.ConsumerMaxSize {
 		return nil, hbErr(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of "+itoa(g.c.cfg.ConsumerMaxSize)+" members.")
 	}
 	var (
@@ -320,8 +327,8 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 					return nil, hbErr(kerr.UnreleasedInstanceID, "Static member with instance id "+*req.InstanceID+" in group "+g.id+" is not released.")
 				}
 				replaced = existing
-			} else if cg.members[req.MemberID] != nil {
-				return nil, hbErr(kerr.UnreleasedInstanceID, "Member "+req.MemberID+" of group "+g.id+" rejoined with another instance id.")
+			} else {
+				old = cg.members[req.MemberID] // Kafka's getOrMaybeCreateMember
 			}
 		} else {
 			if existing == nil {
