@@ -264,3 +264,38 @@ func TestConsumerGroup848SurvivesKill(t *testing.T) {
 	wg.Wait()
 	got.check(t, want)
 }
+
+// TestConsumerGroup848RegexPicksUpNewTopic: a KIP-848 member subscribed
+// by a broker-side regex gets a matching topic created after it joined
+// (at the coordinator's next regex refresh, 10 s as Kafka's), and not a
+// topic that does not match.
+func TestConsumerGroup848RegexPicksUpNewTopic(t *testing.T) {
+	b := startBroker(t, "", consumer848Configs...)
+	b.createTopic(t, "rx-orders-1", 2, nil)
+	cl := b.newClient(t, append(opts848("g-rx", kgo.RangeBalancer(), "rx-orders-.*"), kgo.ConsumeRegex())...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := &consumed{by: map[string]string{}}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		member848(ctx, t, "m", cl, got)
+	}()
+	b.wait848(t, "g-rx", 1, 2)
+	b.createTopic(t, "rx-orders-2", 3, nil)
+	b.createTopic(t, "rx-other", 1, nil)
+	b.produceN(t, "rx-orders-1", 2, 5, "a")
+	b.produceN(t, "rx-orders-2", 3, 5, "b")
+	b.produceN(t, "rx-other", 1, 5, "c")
+	got.waitFor(25, 60*time.Second)
+	d := b.describe848(t, "g-rx")
+	cancel()
+	wg.Wait()
+	got.check(t, 25)
+	if len(d.Members) != 1 || len(d.Members[0].Assignment.TopicPartitions) != 2 {
+		t.Fatalf("assignment after the new topic: %+v", d.Members)
+	}
+}
