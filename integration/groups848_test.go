@@ -51,6 +51,43 @@ func member848(ctx context.Context, t *testing.T, name string, cl *kgo.Client, g
 	}
 }
 
+// run848 runs KIP-848 members, all recording into got, until stop.
+type run848 struct {
+	t      *testing.T
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	got    *consumed
+}
+
+// newRun848 returns a run848 that t's cleanup stops.
+func newRun848(t *testing.T) *run848 {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run848{t: t, ctx: ctx, cancel: cancel, got: &consumed{by: map[string]string{}}}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// start runs cl as the member name; the returned function stops it and
+// waits until it returned.
+func (r *run848) start(name string, cl *kgo.Client) func() {
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(done)
+		member848(ctx, r.t, name, cl, r.got)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// stop stops every member and waits for them.
+func (r *run848) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
 // describe848 is one ConsumerGroupDescribe.
 func (b *broker) describe848(t testing.TB, group string) kmsg.ConsumerGroupDescribeResponseGroup {
 	t.Helper()
@@ -108,23 +145,12 @@ func TestConsumerGroup848ChurnConsumesEveryRecordOnce(t *testing.T) {
 			group := "g848-" + bal.ProtocolName()
 			b.createTopic(t, topic, parts, nil)
 
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			got := &consumed{by: map[string]string{}}
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer cancel()
+			run := newRun848(t)
+			got := run.got
 			start := func(name string) func() {
 				cl, closeCl := b.tempClient(t, opts848(group, bal, topic)...)
-				mctx, mcancel := context.WithCancel(ctx)
-				done := make(chan struct{})
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer close(done)
-					member848(mctx, t, name, cl, got)
-				}()
-				return func() { mcancel(); <-done; closeCl() }
+				stop := run.start(name, cl)
+				return func() { stop(); closeCl() }
 			}
 			stops := []func(){start("m0"), start("m1")}
 			b.wait848(t, group, 2, parts)
@@ -153,8 +179,6 @@ func TestConsumerGroup848ChurnConsumesEveryRecordOnce(t *testing.T) {
 			want := rounds * int(parts) * per
 			got.waitFor(want, 90*time.Second)
 			d := b.wait848(t, group, len(stops), parts)
-			cancel()
-			wg.Wait()
 			for _, s := range stops {
 				s()
 			}
@@ -217,28 +241,14 @@ func TestConsumerGroup848SurvivesKill(t *testing.T) {
 		"group.consumer.max.session.timeout.ms=60000", "group.consumer.session.timeout.ms=30000")...)
 	const topic, group, parts = "kill848", "g-kill848", int32(6)
 	b.createTopic(t, topic, parts, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := &consumed{by: map[string]string{}}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	run := newRun848(t)
+	got := run.got
 	for i := 0; i < 2; i++ {
-		cl := b.newClient(t, opts848(group, kgo.StickyBalancer(), topic)...)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			member848(ctx, t, fmt.Sprint("m", i), cl, got)
-		}()
+		run.start(fmt.Sprint("m", i), b.newClient(t, opts848(group, kgo.StickyBalancer(), topic)...))
 	}
 	before := b.wait848(t, group, 2, parts)
 	// A third member joins: the group rebalances; kill the broker then.
-	cl3 := b.newClient(t, opts848(group, kgo.StickyBalancer(), topic)...)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		member848(ctx, t, "m2", cl3, got)
-	}()
+	run.start("m2", b.newClient(t, opts848(group, kgo.StickyBalancer(), topic)...))
 	deadline := time.Now().Add(30 * time.Second)
 	for len(b.describe848(t, group).Members) < 3 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -260,8 +270,7 @@ func TestConsumerGroup848SurvivesKill(t *testing.T) {
 	b.produceN(t, topic, parts, 20, "after")
 	want := int(parts) * 20
 	got.waitFor(want, 60*time.Second)
-	cancel()
-	wg.Wait()
+	run.stop()
 	got.check(t, want)
 }
 
@@ -272,29 +281,18 @@ func TestConsumerGroup848SurvivesKill(t *testing.T) {
 func TestConsumerGroup848RegexPicksUpNewTopic(t *testing.T) {
 	b := startBroker(t, "", consumer848Configs...)
 	b.createTopic(t, "rx-orders-1", 2, nil)
-	cl := b.newClient(t, append(opts848("g-rx", kgo.RangeBalancer(), "rx-orders-.*"), kgo.ConsumeRegex())...)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := &consumed{by: map[string]string{}}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		member848(ctx, t, "m", cl, got)
-	}()
+	run := newRun848(t)
+	run.start("m", b.newClient(t, append(opts848("g-rx", kgo.RangeBalancer(), "rx-orders-.*"), kgo.ConsumeRegex())...))
 	b.wait848(t, "g-rx", 1, 2)
 	b.createTopic(t, "rx-orders-2", 3, nil)
 	b.createTopic(t, "rx-other", 1, nil)
 	b.produceN(t, "rx-orders-1", 2, 5, "a")
 	b.produceN(t, "rx-orders-2", 3, 5, "b")
 	b.produceN(t, "rx-other", 1, 5, "c")
-	got.waitFor(25, 60*time.Second)
+	run.got.waitFor(25, 60*time.Second)
 	d := b.describe848(t, "g-rx")
-	cancel()
-	wg.Wait()
-	got.check(t, 25)
+	run.stop()
+	run.got.check(t, 25)
 	if len(d.Members) != 1 || len(d.Members[0].Assignment.TopicPartitions) != 2 {
 		t.Fatalf("assignment after the new topic: %+v", d.Members)
 	}
