@@ -320,7 +320,12 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	if req.InstanceID != nil {
 		existing := cg.members[cg.static[*req.InstanceID]]
 		if req.MemberEpoch == 0 {
-			if existing != nil {
+			if existing != nil && existing.id == req.MemberID && existing.epoch != leaveStaticEpoch {
+				// The same member rejoining in place (it was fenced,
+				// or lost our answer): it keeps its id and is given
+				// its assignment again.
+				old = existing
+			} else if existing != nil {
 				// Kafka's throwIfInstanceIdIsUnreleased: only an
 				// instance that left with epoch -2 can be taken over.
 				if existing.epoch != leaveStaticEpoch {

@@ -289,6 +289,13 @@ func TestConsumerGroupStaticMember(t *testing.T) {
 	if len(kept) != 2 {
 		t.Fatalf("a owns %d", len(kept))
 	}
+	// The same member rejoining in place (after FENCED_MEMBER_EPOCH, or a
+	// lost answer) is given its partitions again.
+	a.epoch, a.owned = 0, partSet{}
+	a.ok()
+	if !a.owned.equal(kept) {
+		t.Fatalf("static member rejoining in place got %v, want %v", a.owned.sorted(), kept.sorted())
+	}
 	// Another process with the same instance id cannot join yet.
 	a2 := e.newClient("g", "a2", "t")
 	a2.instance = &inst

@@ -111,7 +111,9 @@
 // releases everything and the group epoch moves. A static member leaving
 // with epoch -2 keeps its assignment until its session times out; a new
 // member id with its instance id takes its place and assignment without a
-// new epoch, and before it left UNRELEASED_INSTANCE_ID. Heartbeat epochs
+// new epoch, and before it left UNRELEASED_INSTANCE_ID; the same member
+// id rejoining with epoch 0 (after FENCED_MEMBER_EPOCH or a lost answer)
+// is re-admitted in place. Heartbeat epochs
 // are checked as Kafka's throwIfMemberEpochIsInvalid (FENCED_MEMBER_EPOCH,
 // the previous epoch accepted with a subset of the assignment). Group
 // state (ConsumerGroupDescribe, ListGroups): Empty, Assigning (group epoch
