@@ -692,8 +692,8 @@ func (g *group) dropDeletedTopics(m *cgMember) {
 	}
 }
 
-// subscribedTopicIDs resolves the topics the members subscribe to (by
-// name, or through their resolved regexes) to those that exist.
+// subscribedTopicsOf resolves the topics a member subscribes to (by
+// name, or through its resolved regex) to those that exist.
 func (g *group) subscribedTopicsOf(m *cgMember) []*partition.Topic {
 	var out []*partition.Topic
 	seen := map[string]bool{}
