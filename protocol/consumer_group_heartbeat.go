@@ -20,9 +20,15 @@ package protocol
 // for a classic group with members (the online migration of KIP-848 is
 // not built; an empty classic group becomes a consumer group).
 //
-// Deliberate differences: none known in the answers; subscribed topics
-// are looked up at each heartbeat (Kafka reacts to metadata images), and
-// rack-aware assignment is not built (RackID is kept and described).
+// Deliberate differences: the assignors are our own (uniform: balanced
+// within one partition and sticky; range: per-topic ranges, sticky within
+// quota), so which member gets which partition can differ from Kafka's;
+// subscribed topics are looked up at each heartbeat (Kafka reacts to
+// metadata images); a static member rejoining with epoch 0 and its own
+// member id is re-admitted in place rather than UNRELEASED_INSTANCE_ID;
+// rack-aware assignment is not built (RackID is kept and described);
+// classic members cannot join a consumer group (JoinGroup answers
+// INCONSISTENT_GROUP_PROTOCOL while it has members).
 //
 // Version notes:
 //   - v0: the coordinator makes the member id when the first heartbeat
