@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/internal/httpguard"
@@ -95,6 +96,26 @@ type Config struct {
 	// GroupMaxSize is the most members a group may have (group.max.size,
 	// default 2147483647).
 	GroupMaxSize int32
+	// ConsumerGroupSessionTimeoutMs is a KIP-848 member's session
+	// timeout, in milliseconds (group.consumer.session.timeout.ms,
+	// default 45000), within
+	// group.consumer.min/max.session.timeout.ms (default 45000, 60000).
+	ConsumerGroupSessionTimeoutMs    int32
+	ConsumerGroupMinSessionTimeoutMs int32
+	ConsumerGroupMaxSessionTimeoutMs int32
+	// ConsumerGroupHeartbeatIntervalMs is the heartbeat interval given to
+	// KIP-848 members, in milliseconds
+	// (group.consumer.heartbeat.interval.ms, default 5000), within
+	// group.consumer.min/max.heartbeat.interval.ms (default 5000, 15000).
+	ConsumerGroupHeartbeatIntervalMs    int32
+	ConsumerGroupMinHeartbeatIntervalMs int32
+	ConsumerGroupMaxHeartbeatIntervalMs int32
+	// ConsumerGroupMaxSize is the most members a KIP-848 group may have
+	// (group.consumer.max.size, default 2147483647).
+	ConsumerGroupMaxSize int32
+	// ConsumerGroupAssignors are the server-side assignors, the first the
+	// default (group.consumer.assignors, a list; default uniform,range).
+	ConsumerGroupAssignors string
 	// OffsetsRetentionMinutes is how long committed offsets are kept
 	// after their group became empty (or, for groups that only commit,
 	// after the commit), in minutes (offsets.retention.minutes, default
@@ -402,6 +423,60 @@ var properties = []property{
 			Doc: "The maximum number of consumers that a single consumer group can accommodate."},
 		field: func(c *Config) any { return &c.GroupMaxSize },
 		note:  "most members in one group",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
+			Doc: "The timeout to detect client failures when using the consumer group protocol."},
+		field: func(c *Config) any { return &c.ConsumerGroupSessionTimeoutMs },
+		check: checkConsumerSessionTimeout,
+		note:  "session timeout of KIP-848 members, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.min.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
+			Doc: "The minimum allowed session timeout for registered consumers."},
+		field: func(c *Config) any { return &c.ConsumerGroupMinSessionTimeoutMs },
+		note:  "lower bound of group.consumer.session.timeout.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.max.session.timeout.ms", Type: configdef.Int, Default: "60000", Range: configdef.AtLeast(1),
+			Doc: "The maximum allowed session timeout for registered consumers."},
+		field: func(c *Config) any { return &c.ConsumerGroupMaxSessionTimeoutMs },
+		check: checkConsumerMaxSessionTimeout,
+		note:  "upper bound of group.consumer.session.timeout.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.heartbeat.interval.ms", Type: configdef.Int, Default: "5000", Range: configdef.AtLeast(1),
+			Doc: "The heartbeat interval given to the members of a consumer group."},
+		field: func(c *Config) any { return &c.ConsumerGroupHeartbeatIntervalMs },
+		check: checkConsumerHeartbeatInterval,
+		note:  "heartbeat interval told to KIP-848 members, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.min.heartbeat.interval.ms", Type: configdef.Int, Default: "5000", Range: configdef.AtLeast(1),
+			Doc: "The minimum heartbeat interval for registered consumers."},
+		field: func(c *Config) any { return &c.ConsumerGroupMinHeartbeatIntervalMs },
+		note:  "lower bound of group.consumer.heartbeat.interval.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.max.heartbeat.interval.ms", Type: configdef.Int, Default: "15000", Range: configdef.AtLeast(1),
+			Doc: "The maximum heartbeat interval for registered consumers."},
+		field: func(c *Config) any { return &c.ConsumerGroupMaxHeartbeatIntervalMs },
+		check: checkConsumerMaxHeartbeatInterval,
+		note:  "upper bound of group.consumer.heartbeat.interval.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.max.size", Type: configdef.Int, Default: "2147483647", Range: configdef.AtLeast(1),
+			Doc: "The maximum number of consumers that a single consumer group can accommodate. This value will only impact groups under the CONSUMER group protocol. To configure the max group size when using the CLASSIC group protocol use group.max.size instead."},
+		field: func(c *Config) any { return &c.ConsumerGroupMaxSize },
+		note:  "most members in one KIP-848 group",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.assignors", Type: configdef.List, Default: "uniform,range",
+			OneOf: []string{coordinator.UniformAssignor, coordinator.RangeAssignor},
+			Doc:   "The server side assignors as a list of either names for builtin assignors or full class names for customer assignors. The first one in the list is considered as the default assignor to be used in the case where the consumer does not specify an assignor. The supported builtin assignors are: uniform, range."},
+		field: func(c *Config) any { return &c.ConsumerGroupAssignors },
+		check: checkConsumerAssignors,
+		note:  "server-side assignors of KIP-848 groups, the first the default; only the builtin uniform and range (no class names)",
 	},
 	{
 		Def: configdef.Def{Name: "offsets.retention.minutes", Type: configdef.Int, Default: "10080", Range: configdef.AtLeast(1),
@@ -744,6 +819,9 @@ func (p *property) get(c *Config) string {
 	case *float64:
 		v.Float = *f
 	}
+	if p.Type == configdef.List {
+		v.List = configdef.SplitList(v.Text)
+	}
 	return p.Print(v)
 }
 
@@ -842,6 +920,44 @@ func checkReplicationFactor(c *Config) string {
 func checkMaxSessionTimeout(c *Config) string {
 	if c.GroupMaxSessionTimeoutMs < c.GroupMinSessionTimeoutMs {
 		return "must be at least group.min.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkConsumerSessionTimeout(c *Config) string {
+	if c.ConsumerGroupSessionTimeoutMs < c.ConsumerGroupMinSessionTimeoutMs || c.ConsumerGroupSessionTimeoutMs > c.ConsumerGroupMaxSessionTimeoutMs {
+		return "must be within group.consumer.min.session.timeout.ms and group.consumer.max.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkConsumerMaxSessionTimeout(c *Config) string {
+	if c.ConsumerGroupMaxSessionTimeoutMs < c.ConsumerGroupMinSessionTimeoutMs {
+		return "must be at least group.consumer.min.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkConsumerHeartbeatInterval(c *Config) string {
+	switch {
+	case c.ConsumerGroupHeartbeatIntervalMs < c.ConsumerGroupMinHeartbeatIntervalMs || c.ConsumerGroupHeartbeatIntervalMs > c.ConsumerGroupMaxHeartbeatIntervalMs:
+		return "must be within group.consumer.min.heartbeat.interval.ms and group.consumer.max.heartbeat.interval.ms"
+	case c.ConsumerGroupHeartbeatIntervalMs >= c.ConsumerGroupSessionTimeoutMs:
+		return "must be less than group.consumer.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkConsumerMaxHeartbeatInterval(c *Config) string {
+	if c.ConsumerGroupMaxHeartbeatIntervalMs < c.ConsumerGroupMinHeartbeatIntervalMs {
+		return "must be at least group.consumer.min.heartbeat.interval.ms"
+	}
+	return ""
+}
+
+func checkConsumerAssignors(c *Config) string {
+	if len(configdef.SplitList(c.ConsumerGroupAssignors)) == 0 {
+		return "must name at least one assignor"
 	}
 	return ""
 }

@@ -156,6 +156,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		OffsetsRetention:              time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
 		OffsetsRetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
 		OffsetMetadataMaxBytes:        int(cfg.OffsetMetadataMaxBytes),
+		ConsumerSessionTimeout:        time.Duration(cfg.ConsumerGroupSessionTimeoutMs) * time.Millisecond,
+		ConsumerHeartbeatInterval:     time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
+		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
+		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
 		Clock:                         clk,
 		Logger:                        log,
 	}, store)

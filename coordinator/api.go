@@ -208,7 +208,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, version int16, groupID 
 	ps := commitParts(parts)
 	var codes []int16
 	ok := c.onGroup(ctx, groupID, generation < 0, func(g *group) {
-		codes = g.commit(generation, memberID, instanceID, ps)
+		codes = g.commit(version, generation, memberID, instanceID, ps)
 	})
 	if ok {
 		return codes
@@ -315,14 +315,16 @@ func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string, version
 	return d, true
 }
 
-// GroupListing is one ListGroups entry.
+// GroupListing is one ListGroups entry; Type is "classic" or "consumer"
+// (KIP-848).
 type GroupListing struct {
-	Group, ProtocolType, State string
+	Group, ProtocolType, State, Type string
 }
 
 // ListGroups lists the groups whose state is among states and whose type
 // among types (empty filters match everything; matching ignores case, as
-// Kafka's does). Every group here is of type "classic".
+// Kafka's does). A consumer group lists its KIP-848 state (Empty,
+// Assigning, Reconciling, Stable) and protocol type "consumer".
 func (c *Coordinator) ListGroups(states, types []string) []GroupListing {
 	match := func(v string, filter []string) bool {
 		if len(filter) == 0 {
@@ -336,15 +338,19 @@ func (c *Coordinator) ListGroups(states, types []string) []GroupListing {
 		return false
 	}
 	var out []GroupListing
-	if !match("classic", types) {
-		return out
-	}
 	for _, g := range c.allGroups() {
 		s := g.sum.Load()
-		if s == nil || s.state == stateDead || !match(s.state.String(), states) {
+		if s == nil || s.state == stateDead {
 			continue
 		}
-		out = append(out, GroupListing{Group: g.id, ProtocolType: s.protocolType, State: s.state.String()})
+		l := GroupListing{Group: g.id, ProtocolType: s.protocolType, State: s.state.String(), Type: "classic"}
+		if s.consumer != "" {
+			l.ProtocolType, l.State, l.Type = "consumer", s.consumer, "consumer"
+		}
+		if !match(l.State, states) || !match(l.Type, types) {
+			continue
+		}
+		out = append(out, l)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out

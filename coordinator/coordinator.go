@@ -45,8 +45,25 @@ type Config struct {
 	OffsetsRetentionCheckInterval time.Duration
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (default 4096).
 	OffsetMetadataMaxBytes int
-	Clock                  clock.Clock // nil: clock.Real{}
-	Logger                 zerolog.Logger
+
+	// ConsumerSessionTimeout is a KIP-848 member's session timeout
+	// (group.consumer.session.timeout.ms, default 45 s).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is the heartbeat interval told to KIP-848
+	// members (group.consumer.heartbeat.interval.ms, default 5 s).
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMaxSize is group.consumer.max.size (default
+	// math.MaxInt32).
+	ConsumerMaxSize int
+	// ConsumerAssignors are the server-side assignors offered, the first
+	// the default (group.consumer.assignors, default uniform, range).
+	ConsumerAssignors []string
+	// ConsumerRegexRefreshInterval is how often a subscribed regular
+	// expression is resolved again against the topics
+	// (group.consumer.regex.refresh.interval.ms, default 10 s).
+	ConsumerRegexRefreshInterval time.Duration
+	Clock                        clock.Clock // nil: clock.Real{}
+	Logger                       zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -61,6 +78,11 @@ func DefaultConfig() Config {
 		OffsetsRetention:              7 * 24 * time.Hour,
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		OffsetMetadataMaxBytes:        4096,
+		ConsumerSessionTimeout:        45 * time.Second,
+		ConsumerHeartbeatInterval:     5 * time.Second,
+		ConsumerMaxSize:               math.MaxInt32,
+		ConsumerAssignors:             []string{UniformAssignor, RangeAssignor},
+		ConsumerRegexRefreshInterval:  10 * time.Second,
 	}
 }
 
@@ -92,6 +114,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OffsetMetadataMaxBytes <= 0 {
 		c.OffsetMetadataMaxBytes = d.OffsetMetadataMaxBytes
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = d.ConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = d.ConsumerHeartbeatInterval
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = d.ConsumerMaxSize
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = d.ConsumerAssignors
+	}
+	if c.ConsumerRegexRefreshInterval <= 0 {
+		c.ConsumerRegexRefreshInterval = d.ConsumerRegexRefreshInterval
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

@@ -1,7 +1,8 @@
-// Package coordinator is the classic group coordinator (KIP-848 groups
-// are not built yet) and the transaction coordinator (TxnCoordinator; its
-// states and transitions are described in txn_state.go). A single broker
-// is the coordinator of every group and every transactional id.
+// Package coordinator is the group coordinator, for classic groups and
+// KIP-848 consumer groups, and the transaction coordinator
+// (TxnCoordinator; its states and transitions are described in
+// txn_state.go). A single broker is the coordinator of every group and
+// every transactional id.
 //
 // # Groups
 //
@@ -70,6 +71,66 @@
 // offset.metadata.max.bytes, in UTF-16 code units as Java's String.length
 // (Kafka's storeOffsets).
 //
+// # Consumer groups (KIP-848)
+//
+// A group is classic or a consumer group (group.cg set), never both: a
+// ConsumerGroupHeartbeat joining an empty classic group (or one with only
+// offsets) makes it a consumer group, a JoinGroup to an empty consumer
+// group makes it classic again (Kafka's maybeDeleteEmpty...Group), and
+// otherwise the other protocol is refused: GROUP_ID_NOT_FOUND for a
+// heartbeat to a classic group with members, INCONSISTENT_GROUP_PROTOCOL
+// for a JoinGroup to a consumer group with members. This is Kafka with
+// group.consumer.migration.policy=disabled; the online migration, and
+// classic members inside a consumer group, are not built. The group's
+// goroutine, timer and offsets are shared with the classic code.
+//
+// Epochs: the group epoch moves when a member joins, leaves or is fenced,
+// changes its subscription (topic names, regex, server assignor), or when
+// the subscribed topics change (created, deleted, more partitions: a hash
+// over them, checked at every heartbeat). A heartbeat that finds the
+// group epoch ahead of the target assignment's runs the assignor
+// (uniform or range, consumer_assignors.go) and makes its result the
+// target at the group epoch. Each member then reconciles towards its
+// target (CurrentAssignmentBuilder):
+//
+//	STABLE                 at the target epoch with all its target
+//	                       partitions
+//	  -> UNREVOKED_PARTITIONS   it holds partitions not in its target: it
+//	                            stays at its epoch and is told to give them
+//	                            up; they stay its own until a heartbeat
+//	                            shows it no longer owns them
+//	  -> UNRELEASED_PARTITIONS  it took the target epoch, but some target
+//	                            partitions are still held by others
+//	UNREVOKED_PARTITIONS   -> STABLE or UNRELEASED_PARTITIONS once revoked
+//	UNRELEASED_PARTITIONS  -> STABLE once the others released them
+//
+// A partition is given to a member only when no other member holds it
+// (assigned or pending revocation): never owned twice. A member fenced
+// (session timeout group.consumer.session.timeout.ms without a heartbeat;
+// still revoking after its rebalance timeout; leaving with epoch -1)
+// releases everything and the group epoch moves. A static member leaving
+// with epoch -2 keeps its assignment until its session times out; a new
+// member id with its instance id takes its place and assignment without a
+// new epoch, and before it left UNRELEASED_INSTANCE_ID; the same member
+// id rejoining with epoch 0 (after FENCED_MEMBER_EPOCH or a lost answer)
+// is re-admitted in place. Heartbeat epochs
+// are checked as Kafka's throwIfMemberEpochIsInvalid (FENCED_MEMBER_EPOCH,
+// the previous epoch accepted with a subset of the assignment). Group
+// state (ConsumerGroupDescribe, ListGroups): Empty, Assigning (group epoch
+// ahead of the target), Reconciling (a member not at the target epoch or
+// not STABLE), Stable. Subscriptions by regex are resolved against the
+// topics when the regex is new to the group and again at most every
+// ConsumerRegexRefreshInterval (10 s, as Kafka's).
+//
+// Offsets: OffsetCommit from a consumer group needs the member (UNKNOWN_
+// MEMBER_ID), v9+ (UNSUPPORTED_VERSION) and its member epoch
+// (STALE_MEMBER_EPOCH); an older epoch is accepted for partitions the
+// member has held since then. Epoch -1 commits only to an empty group.
+// TxnOffsetCommit answers ILLEGAL_GENERATION where OffsetCommit answers
+// STALE_MEMBER_EPOCH. OffsetDelete refuses subscribed topics
+// (GROUP_SUBSCRIBED_TO_TOPIC); offsets of unsubscribed topics expire by
+// commit time; DeleteGroups needs the group empty.
+//
 // # Persistence
 //
 // Group metadata and committed offsets are records in the internal
@@ -81,6 +142,10 @@
 // partition log as v2 batches. New reads every partition at start-up; the
 // last record per key wins and a tombstone (null value) deletes. A group
 // loaded with members is Stable and its members' sessions start over.
+// Consumer groups are kept in Kafka's records (ConsumerGroupMetadata,
+// ...MemberMetadata, ...TargetAssignmentMetadata/Member,
+// ...CurrentMemberAssignment; see consumer_records.go), so a restart
+// resumes every member at its epoch, state and assignment.
 // Offsets expire per KIP-211/KIP-496 every
 // offsets.retention.check.interval.ms; expiry, OffsetDelete, DeleteGroups
 // and the deletion of a topic (its offsets go, as Kafka's
@@ -105,6 +170,7 @@
 // transaction coordinator completes them after its own load). See
 // txn_offsets.go.
 //
-// Not built: KIP-848 consumer groups, and offsets of removed partitions
-// beyond whole topics (partitions only grow here).
+// Not built: the online migration between classic and consumer groups,
+// rack-aware assignment, and offsets of removed partitions beyond whole
+// topics (partitions only grow here).
 package coordinator

@@ -112,6 +112,7 @@ func (m *member) sameProtocols(ps []protocol) bool {
 type summary struct {
 	state        groupState
 	protocolType string
+	consumer     string // the consumer group state; "" for a classic group
 }
 
 // group is one group; everything but reqs, done and sum is owned by the
@@ -146,6 +147,10 @@ type group struct {
 
 	offsets map[topicPartition]offsetEntry
 
+	// cg is set while the group is a KIP-848 consumer group
+	// (consumer_group.go); the classic fields then stay Empty.
+	cg *consumerGroup
+
 	// txnOffsets are the pending transactional offset commits by producer
 	// id (txn_offsets.go); a producer with an empty map still has an open
 	// transaction on the group.
@@ -175,8 +180,12 @@ func newGroup(c *Coordinator, id string) *group {
 
 func (g *group) publish() {
 	s := g.sum.Load()
-	if s == nil || s.state != g.state || s.protocolType != g.protocolType {
-		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType})
+	consumer := ""
+	if g.cg != nil {
+		consumer = g.cg.state().String()
+	}
+	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer {
+		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer})
 	}
 }
 
@@ -299,6 +308,9 @@ func (g *group) nextDeadline() time.Time {
 	for _, d := range g.pending {
 		min(d)
 	}
+	if g.cg != nil {
+		min(g.cgDeadline())
+	}
 	return at
 }
 
@@ -327,6 +339,10 @@ func (g *group) armTimer() {
 // onTimer handles whatever is due.
 func (g *group) onTimer() {
 	now := g.c.clock.Now()
+	if g.cg != nil {
+		g.cgOnTimer(now)
+		return
+	}
 	for id, d := range g.pending {
 		if !d.After(now) {
 			delete(g.pending, id)
@@ -711,6 +727,13 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 	}
 	if g.state == stateDead {
 		fail(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	if g.cg != nil && !g.leaveConsumerGroup() {
+		// Classic members in a consumer group (KIP-848's online
+		// migration) are not built: as Kafka for a group that does not
+		// support the classic protocol.
+		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
 	if req.Reason != nil {

@@ -58,9 +58,15 @@ func (g *group) validateCommit(generation int32, memberID string, instanceID *st
 // first and their error answers every partition; only then does metadata
 // over offset.metadata.max.bytes get OFFSET_METADATA_TOO_LARGE, and the
 // other partitions are written.
-func (g *group) commit(generation int32, memberID string, instanceID *string, parts []commitPart) []int16 {
+func (g *group) commit(version int16, generation int32, memberID string, instanceID *string, parts []commitPart) []int16 {
 	codes := make([]int16, len(parts))
-	if code := g.validateCommit(generation, memberID, instanceID); code != 0 {
+	var code int16
+	if g.cg != nil && g.state != stateDead {
+		code = g.validateConsumerCommit(version, generation, memberID, parts)
+	} else {
+		code = g.validateCommit(generation, memberID, instanceID)
+	}
+	if code != 0 {
 		return fillCodes(codes, code)
 	}
 	if m := g.members[memberID]; m != nil && (g.state == stateStable || g.state == statePreparingRebalance) {
@@ -128,7 +134,9 @@ func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 		return kerr.GroupIDNotFound.Code, codes
 	}
 	var subscribed map[string]bool // nil: nobody subscribes (as Kafka, also when unparsable)
-	if g.state != stateEmpty {
+	if g.cg != nil {
+		subscribed, _ = g.subscribedTopics()
+	} else if g.state != stateEmpty {
 		if g.protocolType != "consumer" {
 			return kerr.NonEmptyGroup.Code, codes
 		}
@@ -163,6 +171,14 @@ func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 // subscriptions).
 func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 	out := map[string]bool{}
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			for _, t := range g.subscribedTopicsOf(m) {
+				out[t.Name] = true
+			}
+		}
+		return out, true
+	}
 	for _, m := range g.members {
 		meta := m.metadataFor(g.protocol)
 		if meta == nil && len(m.protocols) > 0 {
@@ -195,7 +211,11 @@ func (g *group) expireOffsets() {
 	nowMs := now.UnixMilli()
 	retention := g.c.cfg.OffsetsRetention.Milliseconds()
 	var subscribed map[string]bool
-	if g.state == stateStable && g.protocolType == "consumer" {
+	if g.cg != nil {
+		// Kafka's ConsumerGroup: offsets of topics nobody subscribes to
+		// expire by commit time, whether or not the group has members.
+		subscribed, _ = g.subscribedTopics()
+	} else if g.state == stateStable && g.protocolType == "consumer" {
 		var ok bool
 		if subscribed, ok = g.subscribedTopics(); !ok {
 			return // Kafka expires nothing it cannot attribute
@@ -219,7 +239,12 @@ func (g *group) expireOffsets() {
 		}
 	}
 	dead := g.state == stateEmpty && len(expired) == len(g.offsets) && len(g.pending) == 0 && len(g.txnOffsets) == 0
-	if dead && g.generation > 0 {
+	if g.cg != nil {
+		dead = dead && len(g.cg.members) == 0
+		if dead {
+			recs = append(recs, g.cgTombstones()...)
+		}
+	} else if dead && g.generation > 0 {
 		recs = append(recs, g.groupRecord(true))
 	}
 	if err := g.append(recs); err != nil {
@@ -271,11 +296,12 @@ func (g *group) dropTopic(topic string) {
 
 // deleteGroup is DeleteGroups on the group's goroutine.
 func (g *group) deleteGroup() int16 {
-	switch g.state {
-	case stateDead:
+	switch {
+	case g.state == stateDead:
 		return kerr.GroupIDNotFound.Code
-	case stateEmpty:
-	default:
+	case g.cg != nil && len(g.cg.members) > 0:
+		return kerr.NonEmptyGroup.Code
+	case g.state != stateEmpty:
 		return kerr.NonEmptyGroup.Code
 	}
 	recs := make([]recordbatch.Record, 0, len(g.offsets)+1)
@@ -296,7 +322,11 @@ func (g *group) deleteGroup() int16 {
 	for tp := range pendingOnly {
 		recs = append(recs, g.offsetRecord(tp, nil))
 	}
-	recs = append(recs, g.groupRecord(true))
+	if g.cg != nil {
+		recs = append(recs, g.cgTombstones()...)
+	} else {
+		recs = append(recs, g.groupRecord(true))
+	}
 	if err := g.append(recs); err != nil {
 		g.log.Error().Err(err).Msg("writing group tombstones failed")
 		return appendErrorCode(err)
@@ -312,6 +342,9 @@ func (g *group) deleteGroup() int16 {
 
 // describe is DescribeGroups' entry for this group.
 func (g *group) describe(version int16) kmsg.DescribeGroupsResponseGroup {
+	if g.cg != nil {
+		return g.describeConsumerClassic()
+	}
 	d := kmsg.DescribeGroupsResponseGroup{
 		Group:                g.id,
 		State:                g.state.String(),

@@ -216,6 +216,8 @@ type loadedGroup struct {
 	// by producer id (an empty map: an open transaction whose offsets a
 	// tombstone removed).
 	txn map[int64]map[topicPartition]offsetEntry
+	// consumer holds a KIP-848 group's records (consumer_records.go).
+	consumer *loadedConsumer
 }
 
 // loader replays __consumer_offsets records, as Kafka's coordinator
@@ -290,7 +292,8 @@ func (c *Coordinator) load() ([]*group, error) {
 	}
 	var out []*group
 	for id, lg := range byID {
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 {
+		consumer := lg.consumer != nil && lg.consumer.hasMeta
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer {
 			continue
 		}
 		g := newGroup(c, id)
@@ -336,6 +339,9 @@ func (c *Coordinator) load() ([]*group, error) {
 			if len(g.members) > 0 {
 				g.state = stateStable
 			}
+		}
+		if consumer {
+			g.consumerGroupLoaded(lg.consumer)
 		}
 		g.publish()
 		out = append(out, g)
@@ -470,5 +476,20 @@ func (l *loader) record(r recordbatch.Record, recordOffset, producerID int64) {
 			return
 		}
 		l.get(k.Group).meta = &v
+	case recConsumerGroupMetadata, recConsumerGroupMemberMetadata, recConsumerGroupTargetMetadata,
+		recConsumerGroupTargetMember, recConsumerGroupCurrentMember:
+		typ := binary.BigEndian.Uint16(r.Key)
+		groupID, memberID, err := parseConsumerKey(typ, r.Key)
+		if err != nil {
+			c.log.Warn().Err(err).Msg("skipping undecodable consumer group record key")
+			return
+		}
+		lg := l.get(groupID)
+		if lg.consumer == nil {
+			lg.consumer = newLoadedConsumer()
+		}
+		if err := lg.consumer.apply(typ, memberID, r.Value); err != nil {
+			c.log.Warn().Err(err).Str("group", groupID).Uint16("type", typ).Msg("skipping undecodable consumer group record")
+		}
 	}
 }

@@ -103,9 +103,21 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, groupID string, txn T
 // generation, and the group's state does not matter otherwise (no
 // REBALANCE_IN_PROGRESS, no UNKNOWN_MEMBER_ID for an anonymous commit to
 // a group with members).
-func (g *group) validateTxnCommit(generation int32, memberID string, instanceID *string) int16 {
+func (g *group) validateTxnCommit(generation int32, memberID string, instanceID *string, parts []commitPart) int16 {
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
+	}
+	if g.cg != nil {
+		if generation < 0 && memberID == "" && instanceID == nil {
+			return 0
+		}
+		code := g.validateConsumerCommit(-1, generation, memberID, parts)
+		if code == kerr.StaleMemberEpoch.Code {
+			// Kafka's validateTransactionalOffsetCommit: transactional
+			// clients know ILLEGAL_GENERATION.
+			code = kerr.IllegalGeneration.Code
+		}
+		return code
 	}
 	if generation < 0 && g.state == stateEmpty {
 		return 0
@@ -124,7 +136,7 @@ func (g *group) validateTxnCommit(generation int32, memberID string, instanceID 
 // txnCommit is TxnOffsetCommit on the group's goroutine.
 func (g *group) txnCommit(txn TxnCommit, parts []commitPart) []int16 {
 	codes := make([]int16, len(parts))
-	if code := g.validateTxnCommit(txn.Generation, txn.MemberID, txn.InstanceID); code != 0 {
+	if code := g.validateTxnCommit(txn.Generation, txn.MemberID, txn.InstanceID, parts); code != 0 {
 		return fillCodes(codes, code)
 	}
 	recs := g.offsetRecords(parts, codes)

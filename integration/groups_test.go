@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // groupConfigs start a broker whose groups rebalance at once and accept
@@ -137,15 +138,38 @@ type consumed struct {
 
 func (c *consumed) poll(ctx context.Context, name string, cl *kgo.Client) {
 	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) {
-			c.mu.Lock()
-			if prev, ok := c.by[string(r.Key)]; ok {
-				c.dups = append(c.dups, fmt.Sprintf("%s by %s and %s", r.Key, prev, name))
-			}
-			c.by[string(r.Key)] = name
-			c.mu.Unlock()
-		})
+		c.add(name, cl.PollFetches(ctx))
+	}
+}
+
+// add records what name polled.
+func (c *consumed) add(name string, fs kgo.Fetches) {
+	fs.EachRecord(func(r *kgo.Record) {
+		c.mu.Lock()
+		if prev, ok := c.by[string(r.Key)]; ok {
+			c.dups = append(c.dups, fmt.Sprintf("%s by %s and %s", r.Key, prev, name))
+		}
+		c.by[string(r.Key)] = name
+		c.mu.Unlock()
+	})
+}
+
+// waitFor waits until want distinct records were consumed, or timeout.
+func (c *consumed) waitFor(want int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for c.count() < want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// check fails unless want distinct records were consumed, none twice.
+func (c *consumed) check(t testing.TB, want int) {
+	t.Helper()
+	if n := c.count(); n != want {
+		t.Fatalf("consumed %d distinct records, want %d", n, want)
+	}
+	if len(c.dups) > 0 {
+		t.Fatalf("records consumed twice: %v", c.dups[:min(len(c.dups), 10)])
 	}
 }
 
@@ -183,18 +207,10 @@ func TestGroupThreeMembersShareElevenPartitions(t *testing.T) {
 	const per = 20
 	b.produceN(t, topic, parts, per, "a")
 	want := int(parts) * per
-	deadline := time.Now().Add(60 * time.Second)
-	for got.count() < want && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	got.waitFor(want, 60*time.Second)
 	cancel()
 	wg.Wait()
-	if n := got.count(); n != want {
-		t.Fatalf("consumed %d distinct records, want %d", n, want)
-	}
-	if len(got.dups) > 0 {
-		t.Fatalf("records consumed twice: %v", got.dups[:min(len(got.dups), 10)])
-	}
+	got.check(t, want)
 	// Each partition was read by the one member it is assigned to.
 	owner := map[int32]string{}
 	for key, who := range got.by {
@@ -477,6 +493,10 @@ func TestGroupBadInput(t *testing.T) {
 		check(t, "sync", sr.ErrorCode, kerr.UnknownMemberID)
 	})
 	t.Run("commit", func(t *testing.T) {
+		// Topics by name: OffsetCommit v9 (v10 names them by id).
+		v9 := kversion.Stable()
+		v9.SetMaxKeyVersion(8, 9)
+		cl := b.newClient(t, kgo.MaxVersions(v9))
 		big := strings.Repeat("x", 5000)
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group = "simple"

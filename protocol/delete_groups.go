@@ -3,8 +3,9 @@ package protocol
 // DeleteGroups: v0-2
 //
 // Behavior: deletes Empty groups with their committed offsets, writing
-// tombstones to __consumer_offsets. A group with members is
-// NON_EMPTY_GROUP; one we do not have GROUP_ID_NOT_FOUND.
+// tombstones to __consumer_offsets (for a KIP-848 group, of its
+// ConsumerGroup* records too). A group with members is NON_EMPTY_GROUP;
+// one we do not have GROUP_ID_NOT_FOUND.
 //
 // Version notes:
 //   - v1: no schema change

@@ -4,7 +4,10 @@ package protocol
 //
 // Behavior: state, protocol type and members of each group. The selected
 // protocol and the members' metadata and assignments are shown only when
-// the group is Stable, as Kafka does. A group we do not have is "Dead"
+// the group is Stable, as Kafka does. A KIP-848 group is shown as Kafka's
+// ConsumerGroup.asDescribedGroup: its KIP-848 state, protocol type
+// "consumer", its assignor as the protocol, and each member's resolved
+// subscription and current assignment in the consumer protocol's encoding. A group we do not have is "Dead"
 // with no error before v6, and GROUP_ID_NOT_FOUND from v6 (KIP-1043).
 // Authorized operations (v3+, when asked for): everything Kafka's ACLs
 // allow on a group, since there is no authorizer; otherwise Kafka's

@@ -228,9 +228,19 @@ func fetchOffset(t *testing.T, w *wire, group, topic string) kmsg.OffsetFetchRes
 
 func checkOffsetCommitVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
 	b, w := groupBroker(t)
-	b.createTopic(t, "t", 1, nil)
-	resp := w.roundTrip(commitReq(v, "simple", -1, "", "t", 5)).(*kmsg.OffsetCommitResponse)
+	tp := b.createTopic(t, "t", 1, nil)
+	// From v10 topics go by id.
+	byID := func(r *kmsg.OffsetCommitRequest, id [16]byte) *kmsg.OffsetCommitRequest {
+		if v >= 10 {
+			r.Topics[0].Topic, r.Topics[0].TopicID = "", id
+		}
+		return r
+	}
+	resp := w.roundTrip(byID(commitReq(v, "simple", -1, "", "t", 5), tp.ID)).(*kmsg.OffsetCommitResponse)
 	expectErr(t, "simple commit", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	if v >= 10 && resp.Topics[0].TopicID != tp.ID {
+		t.Fatalf("answer's topic id %x", resp.Topics[0].TopicID)
+	}
 	got := fetchOffset(t, w, "simple", "t")
 	wantEpoch := int32(-1)
 	if v >= 6 {
@@ -239,13 +249,17 @@ func checkOffsetCommitVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
 	if got.Offset != 5 || got.LeaderEpoch != wantEpoch || *got.Metadata != "m" {
 		t.Fatalf("fetched %+v", got)
 	}
-	resp = w.roundTrip(commitReq(v, "simple", -1, "", "nope", 5)).(*kmsg.OffsetCommitResponse)
-	expectErr(t, "unknown topic", resp.Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+	resp = w.roundTrip(byID(commitReq(v, "simple", -1, "", "nope", 5), [16]byte{0xee})).(*kmsg.OffsetCommitResponse)
+	unknown := kerr.UnknownTopicOrPartition
+	if v >= 10 {
+		unknown = kerr.UnknownTopicID
+	}
+	expectErr(t, "unknown topic", resp.Topics[0].Partitions[0].ErrorCode, unknown)
 	if v >= 1 {
 		m, gen := stable(t, w, "g")
-		resp = w.roundTrip(commitReq(v, "g", gen, m, "t", 9)).(*kmsg.OffsetCommitResponse)
+		resp = w.roundTrip(byID(commitReq(v, "g", gen, m, "t", 9), tp.ID)).(*kmsg.OffsetCommitResponse)
 		expectErr(t, "member commit", resp.Topics[0].Partitions[0].ErrorCode, nil)
-		resp = w.roundTrip(commitReq(v, "g", gen+1, m, "t", 9)).(*kmsg.OffsetCommitResponse)
+		resp = w.roundTrip(byID(commitReq(v, "g", gen+1, m, "t", 9), tp.ID)).(*kmsg.OffsetCommitResponse)
 		expectErr(t, "wrong generation", resp.Topics[0].Partitions[0].ErrorCode, kerr.IllegalGeneration)
 	}
 }
@@ -278,10 +292,17 @@ func checkOffsetFetchVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
 		}
 		return
 	}
+	tp := b.store.Topic("t")
+	topic := func(p int32) []kmsg.OffsetFetchRequestGroupTopic {
+		if v >= 10 {
+			return []kmsg.OffsetFetchRequestGroupTopic{{TopicID: tp.ID, Partitions: []int32{p}}}
+		}
+		return []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{p}}}
+	}
 	req.Groups = []kmsg.OffsetFetchRequestGroup{
-		{Group: "g1", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}},
+		{Group: "g1", Topics: topic(0)},
 		{Group: "g2"},
-		{Group: "unknown", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{1}}}},
+		{Group: "unknown", Topics: topic(1)},
 	}
 	resp := w.roundTrip(req).(*kmsg.OffsetFetchResponse)
 	if len(resp.Groups) != 3 {
@@ -292,6 +313,14 @@ func checkOffsetFetchVersion(t *testing.T, _ *testBroker, _ *wire, v int16) {
 		if g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].Offset != want {
 			t.Fatalf("group %d: %+v", i, g)
 		}
+		if v >= 10 && g.Topics[0].TopicID != tp.ID {
+			t.Fatalf("group %d: topic id %x", i, g.Topics[0].TopicID)
+		}
+	}
+	if v >= 10 {
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g1", Topics: []kmsg.OffsetFetchRequestGroupTopic{{TopicID: [16]byte{0xee}, Partitions: []int32{0}}}}}
+		resp = w.roundTrip(req).(*kmsg.OffsetFetchResponse)
+		expectErr(t, "unknown topic id", resp.Groups[0].Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicID)
 	}
 }
 

@@ -4,8 +4,9 @@ package protocol
 //
 // Behavior: every group this coordinator has (all of them: one broker),
 // including groups that only hold committed offsets (protocol type "").
-// Filters match case-insensitively, as Kafka's do; every group is of type
-// "classic".
+// Filters match case-insensitively, as Kafka's do. A KIP-848 group is of
+// type "consumer", with protocol type "consumer" and its KIP-848 state
+// (Empty, Assigning, Reconciling, Stable); the others are "classic".
 //
 // Version notes:
 //   - v1: throttle
@@ -37,7 +38,7 @@ func handleListGroups(s *Server, r *Request) (kmsg.Response, error) {
 			Group:        g.Group,
 			ProtocolType: g.ProtocolType,
 			GroupState:   g.State,
-			GroupType:    "classic",
+			GroupType:    g.Type,
 		})
 	}
 	return resp, nil

@@ -1,6 +1,6 @@
 package protocol
 
-// OffsetCommit: v0-9
+// OffsetCommit: v0-10
 //
 // Behavior (Kafka's KafkaApis.handleOffsetCommitRequest,
 // GroupCoordinator.doCommitOffsets and GroupMetadataManager.storeOffsets):
@@ -34,7 +34,13 @@ package protocol
 //   - v7: InstanceID (KIP-345)
 //   - v8: flexible
 //   - v9: no schema change (KIP-848 member epochs; for classic groups the
-//     generation); GROUP_ID_NOT_FOUND for a member of an unknown group
+//     generation); GROUP_ID_NOT_FOUND for a member of an unknown group.
+//     A member of a KIP-848 group must commit with v9+ (UNSUPPORTED_VERSION
+//     before) and its member epoch (STALE_MEMBER_EPOCH; an older epoch is
+//     accepted for partitions it has held since, as Kafka 4.3 relaxes it);
+//     epoch -1 only while the group has no members
+//   - v10: topics by TopicID, in the request and the answer (KIP-848); an
+//     id we do not have is UNKNOWN_TOPIC_ID
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,7 +50,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(kmsg.OffsetCommit.Int16(), 0, 9, handleOffsetCommit) }
+func init() { register(kmsg.OffsetCommit.Int16(), 0, 10, handleOffsetCommit) }
 
 func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
@@ -59,9 +65,21 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	}
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
-		topic := s.store.Topic(t.Topic)
+		name := t.Topic
+		var topic *partition.Topic
+		if r.Version >= 10 {
+			if topic = s.store.TopicByID(partition.TopicID(t.TopicID)); topic != nil {
+				name = topic.Name
+			}
+		} else {
+			topic = s.store.Topic(t.Topic)
+		}
 		for j, p := range t.Partitions {
-			cp, code := s.commitPartition(topic, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
+			if r.Version >= 10 && topic == nil {
+				codes[i][j] = kerr.UnknownTopicID.Code
+				continue
+			}
+			cp, code := s.commitPartition(topic, name, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
 			if codes[i][j] = code; code == -1 {
 				if r.Version < 6 {
 					cp.LeaderEpoch = -1
@@ -86,7 +104,7 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	}
 	next := 0
 	for i, t := range req.Topics {
-		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for j, p := range t.Partitions {
 			c := codes[i][j]
 			if c == -1 {

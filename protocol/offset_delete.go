@@ -5,8 +5,9 @@ package protocol
 // Behavior (KIP-496): deletes committed offsets of a group, writing
 // tombstones. A group we do not have is GROUP_ID_NOT_FOUND; a non-empty
 // group that is not a consumer group is NON_EMPTY_GROUP; in a non-empty
-// consumer group, a partition of a topic some member subscribes to is
-// GROUP_SUBSCRIBED_TO_TOPIC. A partition of a topic that does not exist is
+// consumer group (classic with protocol type "consumer", or KIP-848, whose
+// regex subscriptions count with the topics they resolved to), a partition
+// of a topic some member subscribes to is GROUP_SUBSCRIBED_TO_TOPIC. A partition of a topic that does not exist is
 // UNKNOWN_TOPIC_OR_PARTITION.
 
 import (

@@ -1,6 +1,6 @@
 package protocol
 
-// OffsetFetch: v0-9
+// OffsetFetch: v0-10
 //
 // Behavior: a group's committed offsets: of the partitions asked for
 // (offset -1, leader epoch -1 and empty metadata for one without a commit,
@@ -20,21 +20,31 @@ package protocol
 //   - v6: flexible
 //   - v7: RequireStable (KIP-447)
 //   - v8: batched Groups (KIP-709)
-//   - v9: MemberID and MemberEpoch (KIP-848; not checked for classic groups,
-//     as Kafka does not)
+//   - v9: MemberID and MemberEpoch (KIP-848): for a consumer group the
+//     member must exist (UNKNOWN_MEMBER_ID) at its epoch
+//     (STALE_MEMBER_EPOCH) unless no member id and a negative epoch are
+//     given (an admin client); not checked for classic groups, as Kafka
+//     does not
+//   - v10: topics by TopicID, in the request and the answer (KIP-848); an
+//     id we do not have is UNKNOWN_TOPIC_ID for each of its partitions
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/partition"
 )
 
-func init() { register(kmsg.OffsetFetch.Int16(), 0, 9, handleOffsetFetch) }
+func init() { register(kmsg.OffsetFetch.Int16(), 0, 10, handleOffsetFetch) }
 
-// fetchTopic is one topic asked for.
+// fetchTopic is one topic asked for; from v10 by id (unknownID: an id we
+// do not have).
 type fetchTopic struct {
 	topic      string
 	partitions []int32
+	id         [16]byte
+	unknownID  bool
 }
 
 func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
@@ -45,7 +55,7 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 		if req.Topics != nil || r.Version < 2 {
 			topics = make([]fetchTopic, 0, len(req.Topics))
 			for _, t := range req.Topics {
-				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
+				topics = append(topics, fetchTopic{topic: t.Topic, partitions: t.Partitions})
 			}
 		}
 		res, code := s.fetchOffsets(r, req.Group, topics, r.Version >= 7 && req.RequireStable)
@@ -78,10 +88,28 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 		if g.Topics != nil {
 			topics = make([]fetchTopic, 0, len(g.Topics))
 			for _, t := range g.Topics {
-				topics = append(topics, fetchTopic{t.Topic, t.Partitions})
+				ft := fetchTopic{topic: t.Topic, partitions: t.Partitions, id: t.TopicID}
+				if r.Version >= 10 {
+					ft.topic = ""
+					if tp := s.store.TopicByID(partition.TopicID(t.TopicID)); tp != nil {
+						ft.topic = tp.Name
+					} else {
+						ft.unknownID = true
+					}
+				}
+				topics = append(topics, ft)
 			}
 		}
-		res, code := s.fetchOffsets(r, g.Group, topics, req.RequireStable)
+		var code int16
+		if r.Version >= 9 && s.groups != nil {
+			code = s.groups.CheckFetchMember(r.Ctx, g.Group, g.MemberID, g.MemberEpoch)
+		}
+		var res []kmsg.OffsetFetchResponseGroupTopic
+		if code == 0 {
+			res, code = s.fetchOffsets(r, g.Group, topics, req.RequireStable)
+		} else {
+			res = s.noOffsets(topics)
+		}
 		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, Topics: res, ErrorCode: code})
 	}
 	return resp, nil
@@ -97,7 +125,9 @@ func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, req
 	if topics != nil {
 		ask = make(map[string][]int32, len(topics))
 		for _, t := range topics {
-			ask[t.topic] = append(ask[t.topic], t.partitions...)
+			if !t.unknownID {
+				ask[t.topic] = append(ask[t.topic], t.partitions...)
+			}
 		}
 	}
 	offsets, code := s.groups.FetchOffsetsStable(r.Ctx, group, ask, requireStable)
@@ -113,6 +143,14 @@ func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, req
 			t := &out[len(out)-1]
 			t.Partitions = append(t.Partitions, offsetPartition(o))
 		}
+		if r.Version >= 10 {
+			for i := range out {
+				if tp := s.store.Topic(out[i].Topic); tp != nil {
+					out[i].TopicID = tp.ID
+				}
+				out[i].Topic = ""
+			}
+		}
 		return out, 0
 	}
 	byTP := make(map[coordinator.TopicPartition]coordinator.Offset, len(offsets))
@@ -121,11 +159,17 @@ func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, req
 	}
 	out := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
 	for _, t := range topics {
-		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic}
+		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic, TopicID: t.id}
+		if r.Version >= 10 {
+			rt.Topic = ""
+		}
 		for _, p := range t.partitions {
 			o, ok := byTP[coordinator.TopicPartition{Topic: t.topic, Partition: p}]
-			if !ok {
+			if !ok || t.unknownID {
 				o = coordinator.Offset{Topic: t.topic, Partition: p, Offset: -1, LeaderEpoch: -1}
+			}
+			if t.unknownID {
+				o.ErrorCode = kerr.UnknownTopicID.Code
 			}
 			rt.Partitions = append(rt.Partitions, offsetPartition(o))
 		}
@@ -149,7 +193,7 @@ func offsetPartition(o coordinator.Offset) kmsg.OffsetFetchResponseGroupTopicPar
 func (s *Server) noOffsets(topics []fetchTopic) []kmsg.OffsetFetchResponseGroupTopic {
 	out := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
 	for _, t := range topics {
-		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic}
+		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic, TopicID: t.id}
 		for _, p := range t.partitions {
 			rt.Partitions = append(rt.Partitions, offsetPartition(coordinator.Offset{Partition: p, Offset: -1, LeaderEpoch: -1}))
 		}

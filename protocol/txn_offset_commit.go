@@ -14,6 +14,10 @@ package protocol
 //     no member, as before v3) is accepted whatever the group's state, and
 //     creates the group if needed. The group's state is not checked
 //     otherwise (no REBALANCE_IN_PROGRESS for transactional commits).
+//     For a KIP-848 group the generation is the member epoch: a member
+//     (UNKNOWN_MEMBER_ID) at its epoch, where a stale one is
+//     ILLEGAL_GENERATION (Kafka maps STALE_MEMBER_EPOCH to it for
+//     transactional clients).
 //   - Before the group is looked at, the transaction coordinator verifies
 //     that the group's __consumer_offsets partition is in the producer's
 //     ongoing transaction (AddOffsetsToTxn; Kafka 3.6+'s verification,

@@ -1,0 +1,883 @@
+package coordinator
+
+// KIP-848 consumer groups: the group epoch, the target assignment and each
+// member's reconciliation towards it, as Kafka 4.x's GroupMetadataManager,
+// ConsumerGroup and CurrentAssignmentBuilder do it. A consumer group lives
+// on the same goroutine as a classic one (a *group with cg set); see the
+// package doc for the states and rules.
+
+import (
+	"bytes"
+	"cmp"
+	"hash/fnv"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// Epochs a ConsumerGroupHeartbeat carries to leave (Kafka's
+// LEAVE_GROUP_MEMBER_EPOCH and LEAVE_GROUP_STATIC_MEMBER_EPOCH).
+const (
+	leaveEpoch       = -1
+	leaveStaticEpoch = -2
+)
+
+// memberState is Kafka's MemberState; the values are those of the
+// ConsumerGroupCurrentMemberAssignmentValue record's State.
+type memberState int8
+
+const (
+	memberUnrevokedPartitions  memberState = 0
+	memberUnreleasedPartitions memberState = 1
+	memberStable               memberState = 2
+)
+
+func (s memberState) String() string {
+	switch s {
+	case memberUnrevokedPartitions:
+		return "UNREVOKED_PARTITIONS"
+	case memberUnreleasedPartitions:
+		return "UNRELEASED_PARTITIONS"
+	case memberStable:
+		return "STABLE"
+	default:
+		return "UNKNOWN"
+	}
+}
+
+// cgState is Kafka's ConsumerGroup.ConsumerGroupState, derived from the
+// members and epochs (maybeUpdateGroupState).
+type cgState int8
+
+const (
+	cgEmpty cgState = iota
+	cgAssigning
+	cgReconciling
+	cgStable
+)
+
+func (s cgState) String() string {
+	switch s {
+	case cgEmpty:
+		return "Empty"
+	case cgAssigning:
+		return "Assigning"
+	case cgReconciling:
+		return "Reconciling"
+	default:
+		return "Stable"
+	}
+}
+
+// topicIDPartition is one partition by topic id, as the consumer protocol
+// names them.
+type topicIDPartition struct {
+	id        partition.TopicID
+	partition int32
+}
+
+func compareTIP(a, b topicIDPartition) int {
+	if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.partition, b.partition)
+}
+
+// partSet is a set of partitions.
+type partSet map[topicIDPartition]struct{}
+
+func (s partSet) sorted() []topicIDPartition {
+	out := make([]topicIDPartition, 0, len(s))
+	for tp := range s {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, compareTIP)
+	return out
+}
+
+func (s partSet) clone() partSet {
+	out := make(partSet, len(s))
+	for tp := range s {
+		out[tp] = struct{}{}
+	}
+	return out
+}
+
+func (s partSet) equal(o partSet) bool {
+	if len(s) != len(o) {
+		return false
+	}
+	for tp := range s {
+		if _, ok := o[tp]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// byTopic groups a set by topic id, topics and partitions sorted.
+func (s partSet) byTopic() []topicPartitions {
+	var out []topicPartitions
+	for _, tp := range s.sorted() {
+		if n := len(out); n == 0 || out[n-1].id != tp.id {
+			out = append(out, topicPartitions{id: tp.id})
+		}
+		out[len(out)-1].partitions = append(out[len(out)-1].partitions, tp.partition)
+	}
+	return out
+}
+
+type topicPartitions struct {
+	id         partition.TopicID
+	partitions []int32
+}
+
+func partSetOf(ts []topicPartitions) partSet {
+	s := partSet{}
+	for _, t := range ts {
+		for _, p := range t.partitions {
+			s[topicIDPartition{t.id, p}] = struct{}{}
+		}
+	}
+	return s
+}
+
+// cgMember is one member of a consumer group. Owned by the group's
+// goroutine.
+type cgMember struct {
+	id               string
+	instanceID       *string
+	rackID           *string
+	clientID         string
+	clientHost       string
+	subscribedNames  []string // sorted
+	regex            string   // "" for none
+	serverAssignor   string   // "" for none
+	rebalanceTimeout time.Duration
+
+	epoch, previousEpoch int32
+	state                memberState
+	assigned             partSet
+	pendingRevocation    partSet
+	// assignedAt is the member epoch at which each assigned partition
+	// was given to the member: an offset commit with an older epoch is
+	// accepted for a partition the member has held since then (Kafka
+	// 4.3's relaxed commit check, see validateCommit).
+	assignedAt map[topicIDPartition]int32
+
+	sessionDeadline    time.Time
+	revocationDeadline time.Time // zero: no revocation outstanding
+}
+
+// consumerGroup is the KIP-848 state of a group.
+type consumerGroup struct {
+	epoch           int32 // group epoch
+	assignmentEpoch int32 // epoch of the target assignment
+	members         map[string]*cgMember
+	static          map[string]string  // instance id -> member id
+	target          map[string]partSet // member id -> target assignment
+	owner           map[topicIDPartition]string
+	// subscriptionHash is over the subscribed topics' ids and partition
+	// counts when the group epoch last moved: a change (a topic created,
+	// deleted or grown) bumps the epoch, as Kafka's metadata hash.
+	subscriptionHash uint64
+	regexes          map[string]*resolvedRegex
+	stateSince       time.Time
+	// written is the value last written for each record key of the group
+	// (consumer_records.go), so unchanged records are not written again.
+	written map[string][]byte
+}
+
+// resolvedRegex is one subscribed regular expression and the topics it
+// matched at its last refresh.
+type resolvedRegex struct {
+	re          *regexp.Regexp
+	topics      []string
+	refreshedAt time.Time
+}
+
+func newConsumerGroup(now time.Time) *consumerGroup {
+	return &consumerGroup{
+		members:    map[string]*cgMember{},
+		static:     map[string]string{},
+		target:     map[string]partSet{},
+		owner:      map[topicIDPartition]string{},
+		regexes:    map[string]*resolvedRegex{},
+		stateSince: now,
+	}
+}
+
+// memberIDs are the members' ids, sorted.
+func (cg *consumerGroup) memberIDs() []string {
+	ids := make([]string, 0, len(cg.members))
+	for id := range cg.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (cg *consumerGroup) state() cgState {
+	if len(cg.members) == 0 {
+		return cgEmpty
+	}
+	if cg.epoch != cg.assignmentEpoch {
+		return cgAssigning
+	}
+	for _, m := range cg.members {
+		if m.epoch != cg.assignmentEpoch || m.state != memberStable {
+			return cgReconciling
+		}
+	}
+	return cgStable
+}
+
+// heartbeatError is a ConsumerGroupHeartbeat failure: Kafka's error code
+// and exception message.
+type heartbeatError struct {
+	code int16
+	msg  string
+}
+
+func hbErr(e *kerr.Error, msg string) *heartbeatError { return &heartbeatError{e.Code, msg} }
+
+// heartbeatRequest is a validated ConsumerGroupHeartbeat.
+type heartbeatRequest struct {
+	req    *kmsg.ConsumerGroupHeartbeatRequest
+	client ClientInfo
+	regex  *regexp.Regexp // compiled SubscribedTopicRegex, if non-empty
+}
+
+// consumerHeartbeat serves a ConsumerGroupHeartbeat on the group's
+// goroutine. The group may be a classic one: an empty classic group is
+// replaced by a consumer group (Kafka's maybeDeleteEmptyClassicGroup);
+// another is not a consumer group.
+func (g *group) consumerHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, *heartbeatError) {
+	req := hr.req
+	if g.state == stateDead {
+		return nil, hbErr(kerr.CoordinatorNotAvailable, "")
+	}
+	if g.cg == nil {
+		create := req.MemberEpoch == 0
+		if !create && (g.protocolType == "" || len(g.members) == 0) {
+			return nil, hbErr(kerr.GroupIDNotFound, "Consumer group "+g.id+" not found.")
+		}
+		if !create || len(g.members) > 0 || len(g.pending) > 0 {
+			return nil, hbErr(kerr.GroupIDNotFound, "Group "+g.id+" is not a consumer group.")
+		}
+		if err := g.becomeConsumerGroup(); err != nil {
+			return nil, &heartbeatError{storeErrorCode(err), ""}
+		}
+	}
+	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == leaveStaticEpoch {
+		return g.consumerLeave(req)
+	}
+	return g.consumerJoinOrHeartbeat(hr)
+}
+
+// becomeConsumerGroup turns an empty classic group (or a group that only
+// has offsets) into a consumer group, keeping its offsets; a classic
+// group's metadata record gets a tombstone.
+func (g *group) becomeConsumerGroup() error {
+	if g.generation > 0 || g.protocolType != "" {
+		if err := g.append([]recordbatch.Record{g.groupRecord(true)}); err != nil {
+			return err
+		}
+	}
+	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
+	g.cg = newConsumerGroup(g.c.clock.Now())
+	g.log.Info().Msg("group is a consumer group (KIP-848)")
+	return nil
+}
+
+func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, *heartbeatError) {
+	req := hr.req
+	cg := g.cg
+	now := g.c.clock.Now()
+	// Kafka's throwIfConsumerGroupIsFull, before any member check; a
+	// static member taking its instance's place is not a new member.
+	_, known := cg.members[req.MemberID]
+	instanceKnown := false
+	if req.InstanceID != nil {
+		_, instanceKnown = cg.static[*req.InstanceID]
+	}
+	if !known && !instanceKnown && len(cg.members) >= g.c.cfg.ConsumerMaxSize {
+		return nil, hbErr(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of "+itoa(g.c.cfg.ConsumerMaxSize)+" members.")
+	}
+	var (
+		old      *cgMember // the member before this request; nil: a new one
+		m        *cgMember
+		replaced *cgMember // a static member this one takes over from
+	)
+	if req.InstanceID != nil {
+		existing := cg.members[cg.static[*req.InstanceID]]
+		if req.MemberEpoch == 0 {
+			if existing != nil && existing.id == req.MemberID && existing.epoch != leaveStaticEpoch {
+				// The same member rejoining in place (it was fenced,
+				// or lost our answer): it keeps its id and is given
+				// its assignment again.
+				old = existing
+			} else if existing != nil {
+				// Kafka's throwIfInstanceIdIsUnreleased: only an
+				// instance that left with epoch -2 can be taken over.
+				if existing.epoch != leaveStaticEpoch {
+					return nil, hbErr(kerr.UnreleasedInstanceID, "Static member with instance id "+*req.InstanceID+" in group "+g.id+" is not released.")
+				}
+				replaced = existing
+			} else {
+				old = cg.members[req.MemberID] // Kafka's getOrMaybeCreateMember
+			}
+		} else {
+			if existing == nil {
+				return nil, hbErr(kerr.UnknownMemberID, "Instance id "+*req.InstanceID+" is unknown.")
+			}
+			if existing.id != req.MemberID {
+				return nil, hbErr(kerr.FencedInstanceID, "Static member "+req.MemberID+" with instance id "+*req.InstanceID+" was fenced by member "+existing.id+".")
+			}
+			if e := checkMemberEpoch(existing, req); e != nil {
+				return nil, e
+			}
+			old = existing
+		}
+	} else {
+		existing := cg.members[req.MemberID]
+		if req.MemberEpoch != 0 {
+			if existing == nil {
+				return nil, hbErr(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+			}
+			if e := checkMemberEpoch(existing, req); e != nil {
+				return nil, e
+			}
+		}
+		old = existing
+	}
+
+	bump := false
+	switch {
+	case replaced != nil:
+		// KIP-345 under KIP-848: the new member id takes the old
+		// instance's place and assignment; the group epoch stays.
+		m = &cgMember{id: req.MemberID, assigned: replaced.assigned, assignedAt: replaced.assignedAt, pendingRevocation: partSet{}, state: memberStable}
+		target := cg.target[replaced.id]
+		g.removeCGMember(replaced, true)
+		for tp := range m.assigned {
+			cg.owner[tp] = m.id
+		}
+		cg.target[m.id] = target
+		m.subscribedNames, m.regex, m.serverAssignor = replaced.subscribedNames, replaced.regex, replaced.serverAssignor
+		g.log.Info().Str("member", m.id).Str("old_member", replaced.id).Str("instance_id", *req.InstanceID).Msg("static member rejoined with a new member id")
+	case old == nil:
+		m = &cgMember{id: req.MemberID, assigned: partSet{}, pendingRevocation: partSet{}, assignedAt: map[topicIDPartition]int32{}, state: memberStable}
+		bump = true
+		g.log.Info().Str("member", m.id).Str("client_id", hr.client.ClientID).Msg("member joined consumer group")
+	default:
+		m = old
+		if req.MemberEpoch == 0 {
+			// A known member rejoining abandoned its partitions.
+			g.releaseAll(m)
+			m.epoch, m.previousEpoch, m.state = 0, 0, memberStable
+		}
+	}
+	before := memberSubscription{m.subscribedNames, m.regex, m.serverAssignor}
+	m.clientID, m.clientHost = hr.client.ClientID, hr.client.ClientHost
+	if req.InstanceID != nil {
+		m.instanceID = req.InstanceID
+	}
+	if req.RackID != nil {
+		m.rackID = req.RackID
+	}
+	if req.RebalanceTimeoutMillis != -1 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.SubscribedTopicNames != nil {
+		m.subscribedNames = slices.Sorted(slices.Values(req.SubscribedTopicNames))
+		m.subscribedNames = slices.Compact(m.subscribedNames)
+	}
+	if req.SubscribedTopicRegex != nil {
+		m.regex = *req.SubscribedTopicRegex
+	}
+	if req.ServerAssignor != nil {
+		m.serverAssignor = *req.ServerAssignor
+	}
+	if !before.equal(memberSubscription{m.subscribedNames, m.regex, m.serverAssignor}) {
+		bump = true
+	}
+	cg.members[m.id] = m
+	if m.instanceID != nil {
+		cg.static[*m.instanceID] = m.id
+	}
+	if m.regex != "" {
+		g.refreshRegex(m.regex, hr.regex, now)
+	}
+	if h := g.subscriptionHash(); h != cg.subscriptionHash {
+		cg.subscriptionHash = h
+		bump = true
+	}
+	if bump {
+		cg.epoch++
+		g.log.Debug().Int32("group_epoch", cg.epoch).Str("member", m.id).Msg("bumped consumer group epoch")
+	}
+	if cg.epoch > cg.assignmentEpoch {
+		g.computeTargetAssignment()
+	}
+	var owned partSet
+	if req.Topics != nil {
+		owned = partSet{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				owned[topicIDPartition{t.TopicID, p}] = struct{}{}
+			}
+		}
+	}
+	prevAssigned := m.assigned.clone()
+	prevEpoch, prevState := m.epoch, m.state
+	g.reconcile(m, owned)
+	m.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
+	if m.state == memberUnrevokedPartitions {
+		if prevState != memberUnrevokedPartitions || prevEpoch != m.epoch || !prevAssigned.equal(m.assigned) || m.revocationDeadline.IsZero() {
+			m.revocationDeadline = now.Add(m.rebalanceTimeout)
+		}
+	} else {
+		m.revocationDeadline = time.Time{}
+	}
+	if err := g.storeConsumerMember(m, replaced); err != nil {
+		g.log.Error().Err(err).Msg("writing consumer group records failed")
+	}
+	resp := &kmsg.ConsumerGroupHeartbeatResponse{
+		Version:                 req.Version,
+		MemberEpoch:             m.epoch,
+		HeartbeatIntervalMillis: int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond),
+	}
+	id := m.id
+	resp.MemberID = &id
+	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
+	if req.MemberEpoch == 0 || full || !prevAssigned.equal(m.assigned) {
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+		for _, t := range m.assigned.byTopic() {
+			a.Topics = append(a.Topics, kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: t.id, Partitions: t.partitions})
+		}
+		resp.Assignment = &a
+	}
+	return resp, nil
+}
+
+// memberSubscription is what of a member moves the group epoch when it
+// changes.
+type memberSubscription struct {
+	names    []string
+	regex    string
+	assignor string
+}
+
+func (a memberSubscription) equal(b memberSubscription) bool {
+	return slices.Equal(a.names, b.names) && a.regex == b.regex && a.assignor == b.assignor
+}
+
+// checkMemberEpoch is Kafka's throwIfMemberEpochIsInvalid: a member ahead
+// of us is fenced; one behind is fenced too unless it is at its previous
+// epoch and owns a subset of its assignment (our answer with the new
+// epoch was lost).
+func checkMemberEpoch(m *cgMember, req *kmsg.ConsumerGroupHeartbeatRequest) *heartbeatError {
+	got := req.MemberEpoch
+	switch {
+	case got > m.epoch:
+		return hbErr(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch ("+itoa(int(got))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+"). The member must abandon all its partitions and rejoin.")
+	case got < m.epoch:
+		if got == m.previousEpoch && req.Topics != nil && ownedSubset(req.Topics, m.assigned) {
+			return nil
+		}
+		return hbErr(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch ("+itoa(int(got))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+"). The member must abandon all its partitions and rejoin.")
+	}
+	return nil
+}
+
+func ownedSubset(ts []kmsg.ConsumerGroupHeartbeatRequestTopic, assigned partSet) bool {
+	for _, t := range ts {
+		for _, p := range t.Partitions {
+			if _, ok := assigned[topicIDPartition{t.TopicID, p}]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// consumerLeave is a heartbeat with epoch -1 (leave) or -2 (a static
+// member leaving for now: it keeps its assignment for its session).
+func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, *heartbeatError) {
+	cg := g.cg
+	var m *cgMember
+	if req.InstanceID != nil {
+		m = cg.members[cg.static[*req.InstanceID]]
+		if m == nil {
+			return nil, hbErr(kerr.UnknownMemberID, "Instance id "+*req.InstanceID+" is unknown.")
+		}
+		if m.id != req.MemberID {
+			return nil, hbErr(kerr.FencedInstanceID, "Static member "+req.MemberID+" with instance id "+*req.InstanceID+" was fenced by member "+m.id+".")
+		}
+	} else if m = cg.members[req.MemberID]; m == nil {
+		return nil, hbErr(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+	}
+	id := m.id
+	resp := &kmsg.ConsumerGroupHeartbeatResponse{Version: req.Version, MemberID: &id, MemberEpoch: req.MemberEpoch,
+		HeartbeatIntervalMillis: int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)}
+	if req.MemberEpoch == leaveStaticEpoch {
+		m.previousEpoch, m.epoch = m.epoch, leaveStaticEpoch
+		m.revocationDeadline = time.Time{}
+		g.log.Info().Str("member", m.id).Str("instance_id", *m.instanceID).Msg("static member left consumer group temporarily")
+		if err := g.storeConsumerMember(m, nil); err != nil {
+			g.log.Error().Err(err).Msg("writing consumer group records failed")
+		}
+		return resp, nil
+	}
+	g.log.Info().Str("member", m.id).Msg("member left consumer group")
+	g.fenceCGMember(m)
+	return resp, nil
+}
+
+// fenceCGMember removes a member (left, session or revocation timeout):
+// its partitions are free, the group epoch moves and the next heartbeat
+// computes a new target assignment (Kafka's consumerGroupFenceMember).
+func (g *group) fenceCGMember(m *cgMember) {
+	g.removeCGMember(m, true)
+	g.cg.epoch++
+	if err := g.storeConsumerRemoval(m); err != nil {
+		g.log.Error().Err(err).Msg("writing consumer group records failed")
+	}
+}
+
+// removeCGMember drops a member and frees its partitions; with target its
+// target assignment goes too.
+func (g *group) removeCGMember(m *cgMember, target bool) {
+	cg := g.cg
+	g.releaseAll(m)
+	delete(cg.members, m.id)
+	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
+		delete(cg.static, *m.instanceID)
+	}
+	if target {
+		delete(cg.target, m.id)
+	}
+}
+
+// releaseAll frees every partition the member holds.
+func (g *group) releaseAll(m *cgMember) {
+	for tp := range m.assigned {
+		g.release(m, tp)
+	}
+	for tp := range m.pendingRevocation {
+		g.release(m, tp)
+	}
+	m.assigned, m.pendingRevocation = partSet{}, partSet{}
+	m.assignedAt = map[topicIDPartition]int32{}
+}
+
+func (g *group) release(m *cgMember, tp topicIDPartition) {
+	if g.cg.owner[tp] == m.id {
+		delete(g.cg.owner, tp)
+	}
+}
+
+// reconcile moves a member towards its target assignment with
+// CurrentAssignmentBuilder's rules: partitions leave the member first
+// (UNREVOKED_PARTITIONS, at its current epoch, until a heartbeat shows it
+// no longer owns them); then it takes the target epoch and every target
+// partition nobody else holds, waiting (UNRELEASED_PARTITIONS) for those
+// another member has not released yet. A partition is never held by two
+// members. owned is what the member reported (nil: not reported).
+func (g *group) reconcile(m *cgMember, owned partSet) {
+	cg := g.cg
+	g.dropDeletedTopics(m)
+	switch m.state {
+	case memberStable:
+		if m.epoch == cg.assignmentEpoch {
+			return
+		}
+	case memberUnrevokedPartitions:
+		if ownsAny(owned, m.pendingRevocation) {
+			return
+		}
+	}
+	target := cg.target[m.id]
+	newAssigned := partSet{}
+	revoke := partSet{}
+	pending := partSet{}
+	unreleased := false
+	for tp := range m.assigned {
+		if _, ok := target[tp]; ok {
+			newAssigned[tp] = struct{}{}
+		} else {
+			revoke[tp] = struct{}{}
+		}
+	}
+	for tp := range target {
+		if _, ok := newAssigned[tp]; ok {
+			continue
+		}
+		if o, held := cg.owner[tp]; held && o != m.id {
+			unreleased = true
+			continue
+		}
+		pending[tp] = struct{}{}
+	}
+	if len(revoke) > 0 && ownsAny(owned, revoke) {
+		for tp := range m.pendingRevocation {
+			if _, still := revoke[tp]; !still {
+				g.release(m, tp)
+			}
+		}
+		m.assigned, m.pendingRevocation = newAssigned, revoke
+		m.state = memberUnrevokedPartitions
+		m.previousEpoch = m.epoch // Kafka's updateMemberEpoch(current)
+		return
+	}
+	// The member gave up what it had to revoke: those partitions are
+	// free for others.
+	for tp := range revoke {
+		g.release(m, tp)
+		delete(m.assignedAt, tp)
+	}
+	for tp := range m.pendingRevocation {
+		g.release(m, tp)
+		delete(m.assignedAt, tp)
+	}
+	m.pendingRevocation = partSet{}
+	m.previousEpoch, m.epoch = m.epoch, cg.assignmentEpoch
+	for tp := range pending {
+		newAssigned[tp] = struct{}{}
+		cg.owner[tp] = m.id
+		m.assignedAt[tp] = m.epoch
+	}
+	m.assigned = newAssigned
+	m.state = memberStable
+	if unreleased {
+		m.state = memberUnreleasedPartitions
+	}
+}
+
+// ownsAny is Kafka's ownsRevokedPartitions: unknown ownership (nil)
+// counts as owning.
+func ownsAny(owned, ps partSet) bool {
+	if owned == nil {
+		return len(ps) > 0
+	}
+	for tp := range ps {
+		if _, ok := owned[tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// dropDeletedTopics forgets partitions of topics that no longer exist:
+// nobody can be given them, so they need no revocation.
+func (g *group) dropDeletedTopics(m *cgMember) {
+	for _, s := range []partSet{m.assigned, m.pendingRevocation} {
+		for tp := range s {
+			if t := g.c.store.TopicByID(tp.id); t == nil || int(tp.partition) >= len(t.Partitions) {
+				delete(s, tp)
+				delete(m.assignedAt, tp)
+				g.release(m, tp)
+			}
+		}
+	}
+}
+
+// subscribedTopicsOf resolves the topics a member subscribes to (by
+// name, or through its resolved regex) to those that exist.
+func (g *group) subscribedTopicsOf(m *cgMember) []*partition.Topic {
+	var out []*partition.Topic
+	seen := map[string]bool{}
+	add := func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		if t := g.c.store.Topic(name); t != nil {
+			out = append(out, t)
+		}
+	}
+	for _, n := range m.subscribedNames {
+		add(n)
+	}
+	if r := g.cg.regexes[m.regex]; m.regex != "" && r != nil {
+		for _, n := range r.topics {
+			add(n)
+		}
+	}
+	return out
+}
+
+// subscriptionHash hashes the ids and partition counts of every topic a
+// member subscribes to.
+func (g *group) subscriptionHash() uint64 {
+	type entry struct {
+		name string
+		id   partition.TopicID
+		n    int
+	}
+	var all []entry
+	seen := map[string]bool{}
+	for _, m := range g.cg.members {
+		for _, t := range g.subscribedTopicsOf(m) {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				all = append(all, entry{t.Name, t.ID, len(t.Partitions)})
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	h := fnv.New64a()
+	for _, e := range all {
+		h.Write([]byte(e.name))
+		h.Write(e.id[:])
+		h.Write([]byte{byte(e.n >> 24), byte(e.n >> 16), byte(e.n >> 8), byte(e.n), 0})
+	}
+	return h.Sum64()
+}
+
+// refreshRegex resolves a regex when it is new to the group, and again at
+// most every group.consumer.regex.refresh.interval.ms, as Kafka does.
+func (g *group) refreshRegex(expr string, re *regexp.Regexp, now time.Time) {
+	r := g.cg.regexes[expr]
+	if r != nil && now.Sub(r.refreshedAt) < g.c.cfg.ConsumerRegexRefreshInterval {
+		return
+	}
+	if r == nil {
+		if re == nil {
+			var err error
+			if re, err = compileSubscriptionRegex(expr); err != nil {
+				return
+			}
+		}
+		r = &resolvedRegex{re: re}
+		g.cg.regexes[expr] = r
+	}
+	r.topics = r.topics[:0]
+	for _, t := range g.c.store.Topics() {
+		if r.re.MatchString(t.Name) {
+			r.topics = append(r.topics, t.Name)
+		}
+	}
+	sort.Strings(r.topics)
+	r.refreshedAt = now
+}
+
+// dropUnusedRegexes forgets regexes no member subscribes to any more.
+func (g *group) dropUnusedRegexes() {
+	used := map[string]bool{}
+	for _, m := range g.cg.members {
+		used[m.regex] = true
+	}
+	for expr := range g.cg.regexes {
+		if !used[expr] {
+			delete(g.cg.regexes, expr)
+		}
+	}
+}
+
+// compileSubscriptionRegex compiles a SubscribedTopicRegex; Kafka matches
+// the whole topic name (RE2J's Pattern.matches).
+func compileSubscriptionRegex(expr string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(expr); err != nil {
+		return nil, err
+	}
+	return regexp.Compile("^(?:" + expr + ")$")
+}
+
+// computeTargetAssignment runs the group's assignor over the members'
+// subscriptions and makes the result the target at the group epoch.
+func (g *group) computeTargetAssignment() {
+	cg := g.cg
+	g.dropUnusedRegexes()
+	name := g.preferredAssignor()
+	a := assignorByName(name)
+	in := assignmentInput{members: map[string]assignmentMember{}, topics: map[partition.TopicID]int32{}}
+	for id, m := range cg.members {
+		am := assignmentMember{current: cg.target[id], rack: m.rackID}
+		for _, t := range g.subscribedTopicsOf(m) {
+			am.topics = append(am.topics, t.ID)
+			in.topics[t.ID] = int32(len(t.Partitions))
+		}
+		slices.SortFunc(am.topics, func(a, b partition.TopicID) int { return bytes.Compare(a[:], b[:]) })
+		in.members[id] = am
+	}
+	out := a.assign(in)
+	cg.target = map[string]partSet{}
+	for id := range cg.members {
+		cg.target[id] = out[id]
+		if cg.target[id] == nil {
+			cg.target[id] = partSet{}
+		}
+	}
+	cg.assignmentEpoch = cg.epoch
+	g.log.Info().Int32("group_epoch", cg.epoch).Str("assignor", name).Int("members", len(cg.members)).Msg("computed consumer group target assignment")
+	if err := g.storeTargetAssignment(); err != nil {
+		g.log.Error().Err(err).Msg("writing consumer group target assignment failed")
+	}
+}
+
+// preferredAssignor is Kafka's: the server assignor most members name
+// (ties to the first in group.consumer.assignors), else the first
+// configured.
+func (g *group) preferredAssignor() string {
+	votes := map[string]int{}
+	for _, m := range g.cg.members {
+		if m.serverAssignor != "" {
+			votes[m.serverAssignor]++
+		}
+	}
+	best, bestVotes := g.c.cfg.ConsumerAssignors[0], 0
+	for _, n := range g.c.cfg.ConsumerAssignors {
+		if votes[n] > bestVotes {
+			best, bestVotes = n, votes[n]
+		}
+	}
+	return best
+}
+
+// cgDeadline is the earliest session or revocation deadline of the
+// consumer group's members.
+func (g *group) cgDeadline() time.Time {
+	var at time.Time
+	for _, m := range g.cg.members {
+		for _, t := range []time.Time{m.sessionDeadline, m.revocationDeadline} {
+			if !t.IsZero() && (at.IsZero() || t.Before(at)) {
+				at = t
+			}
+		}
+	}
+	return at
+}
+
+// cgOnTimer fences members whose session expired, or that did not revoke
+// their partitions within their rebalance timeout.
+func (g *group) cgOnTimer(now time.Time) {
+	var due []*cgMember
+	for _, m := range g.cg.members {
+		if (!m.sessionDeadline.IsZero() && !m.sessionDeadline.After(now)) ||
+			(!m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now)) {
+			due = append(due, m)
+		}
+	}
+	slices.SortFunc(due, func(a, b *cgMember) int { return cmp.Compare(a.id, b.id) })
+	for _, m := range due {
+		if !m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now) {
+			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("member did not revoke its partitions within the rebalance timeout; fencing it")
+		} else {
+			g.log.Info().Str("member", m.id).Dur("session_timeout", g.c.cfg.ConsumerSessionTimeout).Msg("consumer group member session expired; fencing it")
+		}
+		g.fenceCGMember(m)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
