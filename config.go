@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,13 +36,14 @@ type Config struct {
 	// interface, a host name every address it resolves to (localhost:
 	// 127.0.0.1 and ::1, on one port); port 0 picks a free port.
 	// Listeners named in
-	// ControllerListenerNames are ignored, which leaves exactly one, whose
-	// security protocol must be PLAINTEXT. Unused when Listener is set.
+	// ControllerListenerNames are ignored; each other one is served with
+	// its security protocol from ListenerSecurityProtocolMap. Unused when
+	// Listener is set.
 	Listeners string
 	// AdvertisedListeners is what Metadata tells clients to connect to
-	// (advertised.listeners, default: the bound listener's host and
-	// actual port). Its entry for the listener's name is used; a port of
-	// 0 means the bound port.
+	// (advertised.listeners, default: each listener's host and actual
+	// port), per listener: a request is answered with the entry of the
+	// listener it came in on; a port of 0 means the bound port.
 	AdvertisedListeners string
 	// ListenerSecurityProtocolMap maps listener names to security
 	// protocols (listener.security.protocol.map, default
@@ -204,6 +206,11 @@ type Config struct {
 	// (log.retention.check.interval.ms, default 300000).
 	LogRetentionCheckIntervalMs int64
 
+	// ListenerProperties are the listener.name.<listener>.<property>
+	// overrides of per-listener properties, by their full names, as a
+	// properties file gives them (listenerConfig applies them).
+	ListenerProperties map[string]string
+
 	// KafkaVersion caps the API versions the broker advertises and
 	// serves at those of a Kafka release, such as "3.5" or "2.8.1"
 	// (kcompatd.kafka.version, kcompatd's own; default empty: every
@@ -273,6 +280,11 @@ type property struct {
 	// check is a rule beyond the range, usually across fields: the reason
 	// the value is invalid, or "".
 	check func(c *Config) string
+	// perListener: Kafka reads it per listener, so that
+	// listener.name.<listener>.<name> overrides it for that listener
+	// (listenerConfig); perMechanism: also per SASL mechanism,
+	// listener.name.<listener>.<mechanism>.<name>.
+	perListener, perMechanism bool
 	// note is kcompatd's one-line description, and defaultNote the
 	// default as README words it where the value alone does not say it.
 	note, defaultNote string
@@ -290,24 +302,24 @@ var properties = []property{
 		note:        "the data directory; exactly one",
 	},
 	{
-		Def: configdef.Def{Name: "listeners", Type: configdef.String, Default: "PLAINTEXT://localhost:9092",
+		Def: configdef.Def{Name: nameListeners, Type: configdef.String, Default: "PLAINTEXT://localhost:9092",
 			Doc: "Listener List - Comma-separated list of URIs we will listen on and the listener names."},
 		field:       func(c *Config) any { return &c.Listeners },
 		defaultNote: "`PLAINTEXT://localhost:9092` (Kafka: `PLAINTEXT://:9092`)",
-		note:        "`NAME://host:port`; an empty host binds every interface, a host name each address it resolves to (`localhost`: 127.0.0.1 and ::1, so clients that try ::1 first connect too), port 0 a free port. Exactly one client listener, security protocol PLAINTEXT",
+		note:        "`NAME://host:port,...`; an empty host binds every interface, a host name each address it resolves to (`localhost`: 127.0.0.1 and ::1, so clients that try ::1 first connect too), port 0 a free port. Each listener's security protocol comes from `listener.security.protocol.map`; `listener.name.<name>.<property>` overrides a per-listener property for that listener",
 	},
 	{
-		Def: configdef.Def{Name: "advertised.listeners", Type: configdef.String, NullDefault: true,
+		Def: configdef.Def{Name: nameAdvertisedListeners, Type: configdef.String, NullDefault: true,
 			Doc: "Listeners to publish to ZooKeeper for clients to use, if different than the listeners config property."},
 		field:       func(c *Config) any { return &c.AdvertisedListeners },
 		defaultNote: "the bound listener",
-		note:        "what Metadata tells clients; port 0 means the bound port; without it an empty host advertises the machine's host name, and `0.0.0.0` is refused, as in Kafka",
+		note:        "what Metadata, DescribeCluster and FindCoordinator tell a client, for the listener its request came in on; port 0 means the bound port; a listener without an entry advertises its bound address (an empty host: the machine's host name); `0.0.0.0` is refused, as in Kafka",
 	},
 	{
-		Def: configdef.Def{Name: "listener.security.protocol.map", Type: configdef.String, Default: "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		Def: configdef.Def{Name: nameProtocolMap, Type: configdef.String, Default: "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 			Doc: "Map between listener names and security protocols."},
 		field: func(c *Config) any { return &c.ListenerSecurityProtocolMap },
-		note:  "listener name to security protocol; only PLAINTEXT is served",
+		note:  "listener name to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
 	},
 	{
 		Def: configdef.Def{Name: "controller.listener.names", Type: configdef.String, NullDefault: true,
@@ -612,7 +624,18 @@ func ParseConfig(props map[string]string) (Config, []ConfigWarning, error) {
 		c.LogDefaults = logDefaults
 	}
 	var warnings []ConfigWarning
-	for name := range props {
+	for name, v := range props {
+		if p := listenerProperty(name); p != nil {
+			if err := p.set(&Config{}, v); err != nil {
+				errs = append(errs, &ConfigError{Property: name, Value: v, Reason: err.Error()})
+				continue
+			}
+			if c.ListenerProperties == nil {
+				c.ListenerProperties = map[string]string{}
+			}
+			c.ListenerProperties[name] = v
+			continue
+		}
 		switch {
 		case propertyByName[name] != nil, partition.IsBrokerLogConfig(name):
 		case singleNodeProperties[name]:
@@ -758,9 +781,7 @@ func (c *Config) validate() []*ConfigError {
 			errs = append(errs, &ConfigError{Property: p.Name, Reason: reason})
 		}
 	}
-	if _, err := c.resolveListeners(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.validateListeners()...)
 	logDefaults, logErrs := partition.ParseBrokerLogConfigs(c.LogDefaults)
 	for _, err := range logErrs {
 		errs = append(errs, asConfigError(err))
@@ -901,13 +922,34 @@ func parseEndpoints(s string) ([]endpoint, error) {
 	return out, nil
 }
 
-// listenerPlan is what New needs to open and advertise the listener.
-type listenerPlan struct {
-	bind       *endpoint // nil when Config.Listener is set
-	advertised *endpoint // nil: advertise the bound address
-	skipped    []string  // controller listeners left out
+// listenerSpec is one client listener as New opens and advertises it.
+type listenerSpec struct {
+	name     string
+	protocol protocol.SecurityProtocol
+	bind     *endpoint // nil when Config.Listener is set
+	// advertised is its advertised.listeners entry; nil: advertise the
+	// bound address.
+	advertised *endpoint
 }
 
+// listenerPlan is what New needs to open and advertise the listeners.
+type listenerPlan struct {
+	listeners []listenerSpec // in listeners order; one with Config.Listener
+	skipped   []string       // controller listeners left out
+}
+
+// Names of the listener properties, which the rules below name in their
+// errors.
+const (
+	nameListeners           = "listeners"
+	nameAdvertisedListeners = "advertised.listeners"
+	nameProtocolMap         = "listener.security.protocol.map"
+)
+
+// resolveListeners checks listeners, listener.security.protocol.map and
+// advertised.listeners together, as KafkaConfig does: listener names
+// unique, each mapped to a security protocol, ports distinct, advertised
+// names a subset of the listeners' and no advertised 0.0.0.0.
 func (c *Config) resolveListeners() (listenerPlan, *ConfigError) {
 	var plan listenerPlan
 	fail := func(prop, reason string) (listenerPlan, *ConfigError) {
@@ -917,73 +959,87 @@ func (c *Config) resolveListeners() (listenerPlan, *ConfigError) {
 	for _, n := range configdef.SplitList(c.ControllerListenerNames) {
 		controllers[strings.ToUpper(n)] = true
 	}
-	protocols := map[string]string{}
+	protocols := map[string]protocol.SecurityProtocol{}
 	for _, item := range configdef.SplitList(c.ListenerSecurityProtocolMap) {
 		name, proto, ok := strings.Cut(item, ":")
 		if !ok || strings.TrimSpace(name) == "" {
-			return fail("listener.security.protocol.map", fmt.Sprintf("%q is not of the form NAME:PROTOCOL", item))
+			return fail(nameProtocolMap, fmt.Sprintf("%q is not of the form NAME:PROTOCOL", item))
 		}
-		protocols[strings.ToUpper(strings.TrimSpace(name))] = strings.ToUpper(strings.TrimSpace(proto))
+		sp, err := protocol.ParseSecurityProtocol(strings.TrimSpace(proto))
+		if err != nil {
+			return fail(nameProtocolMap, err.Error())
+		}
+		protocols[strings.ToUpper(strings.TrimSpace(name))] = sp
 	}
 
-	name := ""
 	if c.Listener == nil {
 		eps, err := parseEndpoints(c.Listeners)
 		if err != nil {
-			return fail("listeners", err.Error())
+			return fail(nameListeners, err.Error())
 		}
-		var client []endpoint
+		ports := map[int]string{}
 		for _, ep := range eps {
 			if controllers[ep.name] {
 				plan.skipped = append(plan.skipped, ep.name)
 				continue
 			}
-			client = append(client, ep)
+			proto, ok := protocols[ep.name]
+			if !ok {
+				return fail(nameListeners, fmt.Sprintf("no security protocol for listener %s in %s", ep.name, nameProtocolMap))
+			}
+			if other, dup := ports[ep.port]; dup && ep.port != 0 {
+				return fail(nameListeners, fmt.Sprintf("each listener must have a different port: %s and %s both use %d", other, ep.name, ep.port))
+			}
+			ports[ep.port] = ep.name
+			plan.listeners = append(plan.listeners, listenerSpec{name: ep.name, protocol: proto, bind: &ep})
 		}
-		if len(client) != 1 {
-			return fail("listeners", fmt.Sprintf("kcompatd serves exactly one client listener, got %d", len(client)))
+		if len(plan.listeners) == 0 {
+			return fail(nameListeners, "no client listener (every listener is a controller listener)")
 		}
-		ep := client[0]
-		proto, ok := protocols[ep.name]
-		if !ok {
-			return fail("listeners", fmt.Sprintf("no security protocol for listener %s in listener.security.protocol.map", ep.name))
-		}
-		if proto != "PLAINTEXT" {
-			return fail("listeners", fmt.Sprintf("listener %s uses %s; kcompatd supports only PLAINTEXT", ep.name, proto))
-		}
-		plan.bind = &ep
-		name = ep.name
 	}
 
+	var advertised []endpoint
 	if strings.TrimSpace(c.AdvertisedListeners) != "" {
 		eps, err := parseEndpoints(c.AdvertisedListeners)
 		if err != nil {
-			return fail("advertised.listeners", err.Error())
+			return fail(nameAdvertisedListeners, err.Error())
 		}
-		var match []endpoint
 		for _, ep := range eps {
 			if controllers[ep.name] {
 				continue
 			}
-			if name == "" || ep.name == name {
-				match = append(match, ep)
+			if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
+				return fail(nameAdvertisedListeners, "cannot advertise the non-routable address "+ep.host)
 			}
+			advertised = append(advertised, ep)
 		}
-		if len(match) != 1 {
-			if name == "" {
-				return fail("advertised.listeners", "with an open Listener it must hold exactly one client listener")
-			}
-			return fail("advertised.listeners", fmt.Sprintf("no entry for listener %s", name))
+	}
+	if c.Listener != nil {
+		// A listener handed in by a Go test: PLAINTEXT, named by its one
+		// advertised entry if there is one.
+		spec := listenerSpec{name: string(protocol.Plaintext), protocol: protocol.Plaintext}
+		switch len(advertised) {
+		case 0:
+		case 1:
+			spec.name, spec.advertised = advertised[0].name, &advertised[0]
+		default:
+			return fail(nameAdvertisedListeners, "with an open Listener it must hold exactly one client listener")
 		}
-		ep := match[0]
-		if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
-			return fail("advertised.listeners", "cannot advertise the non-routable address "+ep.host)
+		plan.listeners = []listenerSpec{spec}
+		return plan, nil
+	}
+	for i := range advertised {
+		ep := &advertised[i]
+		j := slices.IndexFunc(plan.listeners, func(l listenerSpec) bool { return l.name == ep.name })
+		if j < 0 {
+			return fail(nameAdvertisedListeners, fmt.Sprintf("listener %s is not in %s: advertised.listeners listener names must be equal to or a subset of the ones defined in listeners", ep.name, nameListeners))
 		}
-		plan.advertised = &ep
-	} else if plan.bind != nil {
-		if ip := net.ParseIP(plan.bind.host); ip != nil && ip.IsUnspecified() {
+		plan.listeners[j].advertised = ep
+	}
+	for _, l := range plan.listeners {
+		if ip := net.ParseIP(l.bind.host); l.advertised == nil && ip != nil && ip.IsUnspecified() {
 			// Kafka refuses the same: clients cannot connect to 0.0.0.0.
-			return fail("advertised.listeners", "must be set when listeners binds the non-routable address "+plan.bind.host)
+			return fail(nameAdvertisedListeners, fmt.Sprintf("must be set for listener %s, which binds the non-routable address %s", l.name, l.bind.host))
 		}
 	}
 	return plan, nil

@@ -327,7 +327,7 @@ func TestResolveListeners(t *testing.T) {
 			if cerr != nil {
 				t.Fatal(cerr)
 			}
-			h, p, err := advertisedAddr(plan, ln.Addr())
+			h, p, err := advertisedAddr(plan.listeners[0], ln.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,10 +388,11 @@ func TestParseConfigKafkaSampleFile(t *testing.T) {
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
-	if *plan.bind != (endpoint{name: "PLAINTEXT", host: "", port: 9092}) ||
-		*plan.advertised != (endpoint{name: "PLAINTEXT", host: "localhost", port: 9092}) ||
+	if len(plan.listeners) != 1 ||
+		*plan.listeners[0].bind != (endpoint{name: "PLAINTEXT", host: "", port: 9092}) ||
+		*plan.listeners[0].advertised != (endpoint{name: "PLAINTEXT", host: "localhost", port: 9092}) ||
 		!reflect.DeepEqual(plan.skipped, []string{"CONTROLLER"}) {
-		t.Errorf("listener plan %+v %+v %v", *plan.bind, *plan.advertised, plan.skipped)
+		t.Errorf("listener plan %+v", plan)
 	}
 	if c.LogDirs != "/tmp/kraft-combined-logs" || c.TopicDefaults().RetentionMs != 168*3600000 {
 		t.Errorf("config %+v", c)

@@ -63,12 +63,13 @@ const readChunk = 1 << 20
 
 // conn is one client connection.
 type conn struct {
-	s      *Server
-	nc     net.Conn
-	remote net.Addr
-	log    zerolog.Logger
-	ctx    context.Context // cancelled when the connection ends or the server closes
-	cancel context.CancelFunc
+	s        *Server
+	listener *Listener // the listener it came in on
+	nc       net.Conn  // wrapped in TLS on SSL and SASL_SSL listeners
+	remote   net.Addr
+	log      zerolog.Logger
+	ctx      context.Context // cancelled when the connection ends or the server closes
+	cancel   context.CancelFunc
 	// pollCtx is ctx, also cancelled with cause errPeerEOF once the peer
 	// stops sending. A Fetch long poll waits on it, so it answers early
 	// (with what it has) for a peer that went away; every other request
@@ -103,30 +104,32 @@ type conn struct {
 	pending  bool // serveLoop's request is not yet answered (requestDone)
 }
 
-// startConn registers nc, whose quota slot for ip is taken, and starts its
-// goroutines; false if the server is closing.
-func (s *Server) startConn(nc net.Conn, ip netip.Addr) bool {
+// startConn registers nc, accepted on l, whose quota slot for ip is
+// taken, and starts its goroutines; false if the server is closing.
+func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &conn{
-		s:      s,
-		nc:     nc,
-		remote: nc.RemoteAddr(),
-		ctx:    ctx,
-		cancel: cancel,
-		frames: make(chan []byte, 1),
-		queued: make(chan struct{}, 1),
-		ip:     ip,
-	}
-	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
-	c.touch()
 	if tc, ok := nc.(*net.TCPConn); ok {
-		c.writev = true
 		if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{
 			Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount,
 		}); err != nil {
 			s.log.Debug().Err(err).Msg("setting TCP keepalive failed")
 		}
 	}
+	nc = l.wrap(nc)
+	c := &conn{
+		s:        s,
+		listener: l,
+		nc:       nc,
+		remote:   nc.RemoteAddr(),
+		ctx:      ctx,
+		cancel:   cancel,
+		frames:   make(chan []byte, 1),
+		queued:   make(chan struct{}, 1),
+		ip:       ip,
+	}
+	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
+	c.touch()
+	_, c.writev = nc.(*net.TCPConn)
 	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -487,6 +490,7 @@ func (c *conn) serve(frame []byte) error {
 		ClientID:      h.clientID,
 		Remote:        c.remote,
 		Body:          req,
+		listener:      c.listener,
 	}
 	resp, err := c.call(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool

@@ -102,10 +102,11 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 		}
 	}
 
+	host, port := s.advertisedFor(r)
 	resp.Brokers = []kmsg.MetadataResponseBroker{{
 		NodeID: s.cfg.NodeID,
-		Host:   s.cfg.AdvertisedHost,
-		Port:   s.cfg.AdvertisedPort,
+		Host:   host,
+		Port:   port,
 		Rack:   s.cfg.Rack,
 	}}
 	clusterID := s.store.ClusterID()

@@ -297,10 +297,22 @@ func servedVersions(vs *kversion.Versions) map[int16]api {
 	return t
 }
 
-// Serve accepts connections on ln until Close; it returns nil after Close,
-// or the listener's error if it fails for good. Temporary accept errors
-// (too many open files) are retried with a backoff.
+// Serve accepts connections on ln until Close, as a PLAINTEXT listener
+// advertising Config.AdvertisedHost and AdvertisedPort; see ServeListener.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, s.defaultListener())
+}
+
+// ServeListener accepts connections on ln until Close, serving them as the
+// listener l says (security protocol, advertised address); it returns nil
+// after Close, or the listener's error if it fails for good (or l is not
+// servable). Temporary accept errors (too many open files) are retried with
+// a backoff.
+func (s *Server) ServeListener(ln net.Listener, l *Listener) error {
+	if err := l.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -315,7 +327,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 	}()
 
-	s.log.Info().Str("addr", ln.Addr().String()).Msg("listening")
+	s.log.Info().Str("addr", ln.Addr().String()).Str("listener", l.Name).Str("security_protocol", string(l.Protocol)).Msg("listening")
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -356,7 +368,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return nil // closing
 		}
-		if !s.startConn(nc, ip) {
+		if !s.startConn(nc, ip, l) {
 			nc.Close()
 			s.quotas.release(ip)
 			return nil
