@@ -55,6 +55,35 @@ type Config struct {
 	// combined-mode server.properties works unchanged.
 	ControllerListenerNames string
 
+	// The TLS settings of SSL and SASL_SSL listeners (Kafka's ssl.*
+	// properties, each also read per listener as
+	// listener.name.<listener>.ssl.*; tls.go). The store types are PEM
+	// or PKCS12 (ssl.keystore.type, ssl.truststore.type, default JKS,
+	// which is refused); locations are file paths; the inline PEM
+	// values and the passwords are secret (PASSWORD properties).
+	SSLKeystoreType             string
+	SSLKeystoreLocation         string
+	SSLKeystorePassword         string
+	SSLKeyPassword              string
+	SSLKeystoreKey              string
+	SSLKeystoreCertificateChain string
+	SSLTruststoreType           string
+	SSLTruststoreLocation       string
+	SSLTruststorePassword       string
+	SSLTruststoreCertificates   string
+	// SSLClientAuth is ssl.client.auth: required, requested or none
+	// (default).
+	SSLClientAuth string
+	// SSLEnabledProtocols is ssl.enabled.protocols (default
+	// TLSv1.2,TLSv1.3), SSLCipherSuites ssl.cipher.suites (default
+	// empty: Go's defaults), SSLProtocol ssl.protocol (unused).
+	SSLEnabledProtocols string
+	SSLCipherSuites     string
+	SSLProtocol         string
+	// SSLPrincipalMappingRules is ssl.principal.mapping.rules (default
+	// DEFAULT: the client certificate's DN).
+	SSLPrincipalMappingRules string
+
 	// Listener, when not nil, is an already-open listener to serve
 	// instead of opening Listeners (not a Kafka property: it lets Go tests
 	// start a broker on a listener they own). The broker closes it on
@@ -326,6 +355,111 @@ var properties = []property{
 			Doc: "A comma-separated list of the names of the listeners used by the controller."},
 		field: func(c *Config) any { return &c.ControllerListenerNames },
 		note:  "KRaft controller listeners: skipped (logged), so a combined-mode `server.properties` works",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.type", Type: configdef.String, Default: "JKS",
+			Doc: "The file format of the key store file. This is optional for client. The values currently supported by the default `ssl.engine.factory.class` are [JKS, PKCS12, PEM]."},
+		field:       func(c *Config) any { return &c.SSLKeystoreType },
+		perListener: true,
+		note:        "PEM or PKCS12 (JKS is refused: convert it with `keytool -importkeystore -deststoretype PKCS12`)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.location", Type: configdef.String, NullDefault: true,
+			Doc: "The location of the key store file. This is optional for client and can be used for two-way authentication for client."},
+		field:       func(c *Config) any { return &c.SSLKeystoreLocation },
+		perListener: true,
+		note:        "PEM: the private key and the certificate chain in one file; PKCS12: the store",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.password", Type: configdef.Password, NullDefault: true,
+			Doc: "The store password for the key store file. This is optional for client and only needed if 'ssl.keystore.location' is configured. Key store password is not supported for PEM format."},
+		field:       func(c *Config) any { return &c.SSLKeystorePassword },
+		perListener: true,
+		note:        "PKCS12 only",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.key.password", Type: configdef.Password, NullDefault: true,
+			Doc: "The password of the private key in the key store file or the PEM key specified in 'ssl.keystore.key'."},
+		field:       func(c *Config) any { return &c.SSLKeyPassword },
+		perListener: true,
+		note:        "decrypts an encrypted PKCS#8 PEM key (PBES2: PBKDF2 with AES or 3DES, what OpenSSL writes); a PKCS12 key is decrypted with the store password",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.key", Type: configdef.Password, NullDefault: true,
+			Doc: "Private key in the format specified by 'ssl.keystore.type'. Default SSL engine factory supports only PEM format with PKCS#8 keys. If the key is encrypted, key password must be specified using 'ssl.key.password'"},
+		field:       func(c *Config) any { return &c.SSLKeystoreKey },
+		perListener: true,
+		note:        "inline PEM private key, with `ssl.keystore.certificate.chain`",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.certificate.chain", Type: configdef.Password, NullDefault: true,
+			Doc: "Certificate chain in the format specified by 'ssl.keystore.type'. Default SSL engine factory supports only PEM format with a list of X.509 certificates"},
+		field:       func(c *Config) any { return &c.SSLKeystoreCertificateChain },
+		perListener: true,
+		note:        "inline PEM certificates, leaf first",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.type", Type: configdef.String, Default: "JKS",
+			Doc: "The file format of the trust store file. The values currently supported by the default `ssl.engine.factory.class` are [JKS, PKCS12, PEM]."},
+		field:       func(c *Config) any { return &c.SSLTruststoreType },
+		perListener: true,
+		note:        "PEM or PKCS12 (JKS is refused)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.location", Type: configdef.String, NullDefault: true,
+			Doc: "The location of the trust store file."},
+		field:       func(c *Config) any { return &c.SSLTruststoreLocation },
+		perListener: true,
+		note:        "the CA certificates that verify client certificates",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.password", Type: configdef.Password, NullDefault: true,
+			Doc: "The password for the trust store file. If a password is not set, trust store file configured will still be used, but integrity checking is disabled. Trust store password is not supported for PEM format."},
+		field:       func(c *Config) any { return &c.SSLTruststorePassword },
+		perListener: true,
+		note:        "PKCS12 only",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.certificates", Type: configdef.Password, NullDefault: true,
+			Doc: "Trusted certificates in the format specified by 'ssl.truststore.type'. Default SSL engine factory supports only PEM format with X.509 certificates."},
+		field:       func(c *Config) any { return &c.SSLTruststoreCertificates },
+		perListener: true,
+		note:        "inline PEM CA certificates",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.client.auth", Type: configdef.String, Default: "none", OneOf: []string{"required", "requested", "none"},
+			Doc: "Configures kafka broker to request client authentication. The following settings are common:  <ul> <li><code>ssl.client.auth=required</code> If set to required client authentication is required. <li><code>ssl.client.auth=requested</code> This means client authentication is optional. unlike required, if this option is set client can choose not to provide authentication information about itself <li><code>ssl.client.auth=none</code> This means client authentication is not needed.</ul>"},
+		field:       func(c *Config) any { return &c.SSLClientAuth },
+		perListener: true,
+		note:        "`required`, `requested` or `none`; a verified client certificate makes the principal `User:<DN>`, none `User:ANONYMOUS`",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.enabled.protocols", Type: configdef.List, Default: "TLSv1.2,TLSv1.3",
+			Doc: "The list of protocols enabled for SSL connections. The default is 'TLSv1.2,TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. With the default value for Java 11, clients and servers will prefer TLSv1.3 if both support it and fallback to TLSv1.2 otherwise (assuming both support at least TLSv1.2). This default should be fine for most cases. Also see the config documentation for `ssl.protocol`."},
+		field:       func(c *Config) any { return &c.SSLEnabledProtocols },
+		perListener: true,
+		note:        "TLSv1 to TLSv1.3; Go serves a contiguous range, so a list that skips a version is refused",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.cipher.suites", Type: configdef.List, Default: "",
+			Doc: "A list of cipher suites. This is a named combination of authentication, encryption, MAC and key exchange algorithm used to negotiate the security settings for a network connection using TLS or SSL network protocol. By default all the available cipher suites are supported."},
+		field:       func(c *Config) any { return &c.SSLCipherSuites },
+		perListener: true,
+		note:        "IANA names; limits TLS 1.2 and older (Go does not let TLS 1.3 suites be chosen: they are accepted, and a list without one turns TLS 1.3 off)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.protocol", Type: configdef.String, Default: "TLSv1.3",
+			Doc: "The SSL protocol used to generate the SSLContext. The default is 'TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. This value should be fine for most use cases. Allowed values in recent JVMs are 'TLSv1.2' and 'TLSv1.3'. 'TLS', 'TLSv1.1', 'SSL', 'SSLv2' and 'SSLv3' may be supported in older JVMs, but their usage is discouraged due to known security vulnerabilities. With the default value for this config and 'ssl.enabled.protocols', clients will downgrade to 'TLSv1.2' if the server does not support 'TLSv1.3'. If this config is set to 'TLSv1.2', clients will not use 'TLSv1.3' even if it is one of the values in ssl.enabled.protocols and the server only supports 'TLSv1.3'."},
+		field:       func(c *Config) any { return &c.SSLProtocol },
+		perListener: true,
+		note:        "accepted and unused: a Go server negotiates within `ssl.enabled.protocols`",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.principal.mapping.rules", Type: configdef.String, Default: "DEFAULT", Check: checkPrincipalRules,
+			Doc: "A list of rules for mapping from distinguished name from the client certificate to short name. The rules are evaluated in order and the first rule that matches a principal name is used to map it to a short name. Any later rules in the list are ignored. By default, distinguished name of the X.500 certificate will be the principal. For more details on the format please see <a href=\"#security_authz\"> security authorization and acls</a>. Note that this configuration is ignored if an extension of KafkaPrincipalBuilder is provided by the <code>principal.builder.class</code> configuration."},
+		field:       func(c *Config) any { return &c.SSLPrincipalMappingRules },
+		perListener: true,
+		note:        "`RULE:pattern/replacement/` (then `L` or `U` to change the case) and `DEFAULT`, comma-separated, as Kafka's; patterns are Go (RE2) regular expressions",
 	},
 	{
 		Def: configdef.Def{Name: "node.id", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(0),
@@ -732,8 +866,15 @@ func (p *property) get(c *Config) string {
 	if p.Type == configdef.Double {
 		return strconv.FormatFloat(v.Float, 'g', -1, 64)
 	}
+	if p.Type == configdef.Password && v.Text != "" {
+		return hiddenPassword
+	}
 	return p.Print(v)
 }
+
+// hiddenPassword is how a PASSWORD property's value is printed, as
+// Kafka's Password.toString prints it.
+const hiddenPassword = "[hidden]"
 
 // Properties returns the effective configuration by Kafka's property
 // names (synonyms left out), sorted by name: what --check-config prints.
@@ -875,6 +1016,13 @@ func checkDedupeBufferSize(c *Config) string {
 func checkPositive(c *Config) string {
 	if !(c.LogCleanerIoMaxBytesPerSecond > 0) {
 		return "must be greater than 0"
+	}
+	return ""
+}
+
+func checkPrincipalRules(v configdef.Value) string {
+	if _, err := protocol.ParsePrincipalMappingRules(v.Text); err != nil {
+		return err.Error()
 	}
 	return ""
 }

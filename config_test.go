@@ -236,8 +236,10 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Fatalf("got %d errors (%v), want 1", len(errs), err)
 			}
 			// listeners problems may be reported against the
-			// advertised listener they leave without a match.
-			if prop := errs[0].Property; prop != tt.key && !strings.HasSuffix(prop, "listeners") {
+			// advertised listener they leave without a match, or
+			// against the listener's settings (an SSL listener
+			// without a key store).
+			if prop := errs[0].Property; prop != tt.key && !strings.HasSuffix(prop, "listeners") && !strings.HasPrefix(prop, "listener.name.") {
 				t.Errorf("error names %s, want %s", prop, tt.key)
 			}
 			if errs[0].Value == "" && tt.key == errs[0].Property && tt.value != "" {

@@ -104,7 +104,15 @@ func (c *Config) buildListeners(plan listenerPlan) ([]*protocol.Listener, []*Con
 				errs = append(errs, &ConfigError{Property: listenerPrefix(spec.name) + p.Name, Reason: reason})
 			}
 		}
-		if spec.protocol != protocol.Plaintext {
+		if spec.protocol.UsesTLS() {
+			tc, mapper, terrs := lc.serverTLS(spec.name)
+			errs = append(errs, terrs...)
+			if len(terrs) > 0 {
+				continue
+			}
+			l.TLS, l.Principal = tc, mapper.Map
+		}
+		if spec.protocol.UsesSASL() {
 			errs = append(errs, &ConfigError{Property: nameListeners,
 				Reason: fmt.Sprintf("listener %s uses %s, which kcompatd does not serve yet", spec.name, spec.protocol)})
 			continue

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,6 +95,10 @@ type conn struct {
 	writev bool
 	splice fetchSplicer
 
+	// principal is who the peer authenticated as (User:ANONYMOUS
+	// until it does); set by the reader before it hands over a frame.
+	principal string
+
 	ip netip.Addr // the peer's, as counted in s.quotas
 	// active is when the connection last received bytes, or began
 	// serving or answering a request, in Unix nanoseconds of s.clock;
@@ -126,6 +131,8 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 		frames:   make(chan []byte, 1),
 		queued:   make(chan struct{}, 1),
 		ip:       ip,
+
+		principal: AnonymousPrincipal,
 	}
 	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
 	c.touch()
@@ -171,6 +178,13 @@ func (c *conn) close() {
 // request of the connection.
 func (c *conn) readLoop() {
 	defer close(c.frames)
+	if err := c.handshakeTLS(); err != nil {
+		if c.ctx.Err() == nil {
+			c.log.Info().Err(err).Msg("closing connection: TLS handshake failed")
+		}
+		c.cancel()
+		return
+	}
 	br := bufio.NewReaderSize(activityReader{c}, 16<<10)
 	for {
 		frame, err := c.readRequest(br)
@@ -585,4 +599,35 @@ func apiVersionsUnsupported(a api) kmsg.Response {
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: a.advertisedMin, MaxVersion: a.max}}
 	return resp
+}
+
+// handshakeTLS runs the TLS handshake of an SSL or SASL_SSL connection
+// and takes the principal from a verified client certificate. The idle
+// sweeper bounds a handshake that stalls (the connection counts as active
+// only when bytes arrive).
+func (c *conn) handshakeTLS() error {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	if err := tc.HandshakeContext(c.ctx); err != nil {
+		return err
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
+		return nil // no client certificate: ANONYMOUS
+	}
+	dn, err := DistinguishedName(st.PeerCertificates[0].RawSubject)
+	if err != nil {
+		return err
+	}
+	name := dn
+	if c.listener.Principal != nil {
+		if name, err = c.listener.Principal(dn); err != nil {
+			return err
+		}
+	}
+	c.principal = "User:" + name
+	c.log.Debug().Str("principal", c.principal).Msg("TLS client authenticated")
+	return nil
 }
