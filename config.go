@@ -84,6 +84,20 @@ type Config struct {
 	// DEFAULT: the client certificate's DN).
 	SSLPrincipalMappingRules string
 
+	// The SASL settings of SASL_PLAINTEXT and SASL_SSL listeners:
+	// SASLEnabledMechanisms is sasl.enabled.mechanisms (default GSSAPI,
+	// which kcompatd does not serve; per listener), SASLJAASConfig
+	// sasl.jaas.config (per listener and mechanism: PLAIN's users),
+	// SASLServerMaxReceiveSize sasl.server.max.receive.size in bytes
+	// (default 524288).
+	SASLEnabledMechanisms    string
+	SASLJAASConfig           string
+	SASLServerMaxReceiveSize int32
+	// SCRAMUsers are SCRAM credentials to create at start-up
+	// (kcompatd.scram.users, kcompatd's own; default none), in
+	// kafka-storage format --add-scram's syntax.
+	SCRAMUsers string
+
 	// Listener, when not nil, is an already-open listener to serve
 	// instead of opening Listeners (not a Kafka property: it lets Go tests
 	// start a broker on a listener they own). The broker closes it on
@@ -460,6 +474,33 @@ var properties = []property{
 		field:       func(c *Config) any { return &c.SSLPrincipalMappingRules },
 		perListener: true,
 		note:        "`RULE:pattern/replacement/` (then `L` or `U` to change the case) and `DEFAULT`, comma-separated, as Kafka's; patterns are Go (RE2) regular expressions",
+	},
+	{
+		Def: configdef.Def{Name: "sasl.enabled.mechanisms", Type: configdef.List, Default: "GSSAPI",
+			Doc: "The list of SASL mechanisms enabled in the Kafka server. The list may contain any mechanism for which a security provider is available. Only GSSAPI is enabled by default."},
+		field:       func(c *Config) any { return &c.SASLEnabledMechanisms },
+		perListener: true,
+		note:        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, the default, and OAUTHBEARER are refused on a SASL listener)",
+	},
+	{
+		Def: configdef.Def{Name: "sasl.jaas.config", Type: configdef.Password, NullDefault: true,
+			Doc: "JAAS login context parameters for SASL connections in the format used by JAAS configuration files. JAAS configuration file format is described <a href=\"https://docs.oracle.com/javase/8/docs/technotes/guides/security/jgss/tutorials/LoginConfigFile.html\">here</a>. The format for the value is: <code>loginModuleClass controlFlag (optionName=optionValue)*;</code>. For brokers, the config must be prefixed with listener prefix and SASL mechanism name in lower-case. For example, listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=com.example.ScramLoginModule required;"},
+		field:        func(c *Config) any { return &c.SASLJAASConfig },
+		perListener:  true,
+		perMechanism: true,
+		note:         "`listener.name.<l>.plain.sasl.jaas.config=...PlainLoginModule required user_alice=\"alice-secret\";` names PLAIN's users; kcompatd also reads it unprefixed or with only the listener prefix (Kafka ignores those on a broker)",
+	},
+	{
+		Def: configdef.Def{Name: "sasl.server.max.receive.size", Type: configdef.Int, Default: "524288", Range: configdef.AtLeast(1),
+			Doc: "The maximum receive size allowed before and during initial SASL authentication. Default receive size is 512KB. GSSAPI limits requests to 64K, but we allow upto 512KB by default for custom SASL mechanisms. In practice, PLAIN, SCRAM and OAUTH mechanisms can use much smaller limits."},
+		field: func(c *Config) any { return &c.SASLServerMaxReceiveSize },
+		note:  "a larger frame before authentication closes the connection",
+	},
+	{
+		Def: configdef.Def{Name: "kcompatd.scram.users", Type: configdef.Password, NullDefault: true, Check: checkScramUsers,
+			Doc: "kcompatd's own: SCRAM credentials to create at start-up, as kafka-storage format --add-scram takes them: MECHANISM=[name=NAME,password=PASSWORD[,iterations=N]],..."},
+		field: func(c *Config) any { return &c.SCRAMUsers },
+		note:  "e.g. `SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-512=[name=bob,password=bob-secret,iterations=8192]`: stored salted in the data dir at start-up (kept as they are when the password still matches); the users then authenticate on SASL listeners with SCRAM",
 	},
 	{
 		Def: configdef.Def{Name: "node.id", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(0),
@@ -1022,6 +1063,13 @@ func checkPositive(c *Config) string {
 
 func checkPrincipalRules(v configdef.Value) string {
 	if _, err := protocol.ParsePrincipalMappingRules(v.Text); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func checkScramUsers(v configdef.Value) string {
+	if _, err := parseScramUsers(v.Text); err != nil {
 		return err.Error()
 	}
 	return ""

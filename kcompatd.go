@@ -151,6 +151,16 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("kcompatd: opening log dir: %w", err)
 	}
 
+	if cfg.SCRAMUsers != "" {
+		n, err := bootstrapScramUsers(store, cfg.SCRAMUsers)
+		if err != nil {
+			store.Close()
+			closeListeners()
+			return nil, fmt.Errorf("kcompatd: storing kcompatd.scram.users: %w", err)
+		}
+		log.Info().Int("stored", n).Msg("SCRAM users from the configuration")
+	}
+
 	groups, err := coordinator.New(coordinator.Config{
 		InitialRebalanceDelay:         time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		MinSessionTimeout:             time.Duration(cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
@@ -193,24 +203,26 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		rack = &cfg.BrokerRack
 	}
 	server := protocol.NewServer(protocol.Config{
-		NodeID:                   cfg.NodeID,
-		AdvertisedHost:           advHost,
-		AdvertisedPort:           int32(advPort),
-		Rack:                     rack,
-		MaxRequestBytes:          cfg.SocketRequestMaxBytes,
-		QueuedMaxRequestBytes:    queuedMaxRequestBytes(cfg.QueuedMaxRequestBytes),
-		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
-		NumPartitions:            cfg.NumPartitions,
-		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
-		DeleteTopicEnable:        cfg.DeleteTopicEnable,
-		Versions:                 versions,
-		BrokerConfigs:            cfg.brokerConfigs(),
-		Clock:                    clk,
-		Logger:                   log,
-		Groups:                   groups,
-		Txns:                     txns,
-		VerifyTxnPartition:       txns.VerifyProducePartition,
-		Connections:              &limits,
+		NodeID:                    cfg.NodeID,
+		AdvertisedHost:            advHost,
+		AdvertisedPort:            int32(advPort),
+		Rack:                      rack,
+		MaxRequestBytes:           cfg.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes:     queuedMaxRequestBytes(cfg.QueuedMaxRequestBytes),
+		AutoCreateTopics:          cfg.AutoCreateTopicsEnable,
+		NumPartitions:             cfg.NumPartitions,
+		DefaultReplicationFactor:  int16(cfg.DefaultReplicationFactor),
+		DeleteTopicEnable:         cfg.DeleteTopicEnable,
+		Versions:                  versions,
+		BrokerConfigs:             cfg.brokerConfigs(),
+		Clock:                     clk,
+		Logger:                    log,
+		Groups:                    groups,
+		Txns:                      txns,
+		VerifyTxnPartition:        txns.VerifyProducePartition,
+		Connections:               &limits,
+		SASLMaxReceiveBytes:       cfg.SASLServerMaxReceiveSize,
+		FailedAuthenticationDelay: failedAuthenticationDelayMs * time.Millisecond,
 	}, store)
 
 	logCleaner := cleaner.New(store, cleaner.Config{

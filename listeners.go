@@ -2,7 +2,10 @@ package kcompatd
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/kcompatd/kcompatd/internal/configdef"
 
 	"github.com/kcompatd/kcompatd/protocol"
 )
@@ -113,11 +116,56 @@ func (c *Config) buildListeners(plan listenerPlan) ([]*protocol.Listener, []*Con
 			l.TLS, l.Principal = tc, mapper.Map
 		}
 		if spec.protocol.UsesSASL() {
-			errs = append(errs, &ConfigError{Property: nameListeners,
-				Reason: fmt.Sprintf("listener %s uses %s, which kcompatd does not serve yet", spec.name, spec.protocol)})
-			continue
+			sc, serrs := c.serverSASL(spec.name, &lc)
+			errs = append(errs, serrs...)
+			if len(serrs) > 0 {
+				continue
+			}
+			l.SASL = sc
 		}
 		out = append(out, l)
 	}
 	return out, errs
+}
+
+// serverSASL builds a SASL listener's mechanisms from lc, the listener's
+// view of c: sasl.enabled.mechanisms, and for PLAIN the users of its
+// PlainLoginModule (listener.name.<l>.plain.sasl.jaas.config, else the
+// listener's or the broker's sasl.jaas.config).
+func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, []*ConfigError) {
+	var errs []*ConfigError
+	fail := func(prop *string, reason string) {
+		errs = append(errs, &ConfigError{Property: listenerPrefix(listener) + c.propertyName(prop), Reason: reason})
+	}
+	sc := &protocol.SASLConfig{}
+	for _, m := range configdef.SplitList(lc.SASLEnabledMechanisms) {
+		if !protocol.SupportedMechanism(m) {
+			fail(&c.SASLEnabledMechanisms, fmt.Sprintf("mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m))
+			continue
+		}
+		if !slices.Contains(sc.Mechanisms, m) {
+			sc.Mechanisms = append(sc.Mechanisms, m)
+		}
+	}
+	if len(sc.Mechanisms) == 0 && len(errs) == 0 {
+		fail(&c.SASLEnabledMechanisms, "a SASL listener needs at least one mechanism")
+	}
+	if slices.Contains(sc.Mechanisms, protocol.MechanismPlain) {
+		pc, perrs := c.listenerConfig(listener, protocol.MechanismPlain)
+		errs = append(errs, perrs...)
+		entry, err := parseJAAS(pc.SASLJAASConfig)
+		switch {
+		case strings.TrimSpace(pc.SASLJAASConfig) == "":
+			fail(&c.SASLJAASConfig, fmt.Sprintf("PLAIN needs its users: set %splain.sasl.jaas.config to %s required user_NAME=\"PASSWORD\";", listenerPrefix(listener), plainLoginModule))
+		case err != nil:
+			fail(&c.SASLJAASConfig, err.Error())
+		default:
+			users, err := entry.plainUsers()
+			if err != nil {
+				fail(&c.SASLJAASConfig, err.Error())
+			}
+			sc.PlainUsers = users
+		}
+	}
+	return sc, errs
 }

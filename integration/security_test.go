@@ -3,12 +3,19 @@ package integration
 import (
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kcompatd/kcompatd/integration/harness"
 	"github.com/kcompatd/kcompatd/internal/testcerts"
@@ -123,5 +130,97 @@ func TestSSLListenerClientCertificate(t *testing.T) {
 		t.Error("a client without a certificate was served")
 	} else {
 		t.Logf("refused as expected: %v", err)
+	}
+}
+
+// plainJAAS is a PlainLoginModule JAAS config with the users given.
+func plainJAAS(users map[string]string) string {
+	var b strings.Builder
+	b.WriteString(`org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret"`)
+	for u, p := range users {
+		b.WriteString(` user_` + u + `="` + p + `"`)
+	}
+	b.WriteString(";")
+	return b.String()
+}
+
+// kgo with PLAIN over SASL_PLAINTEXT and with SCRAM-SHA-256 and
+// SCRAM-SHA-512 over SASL_SSL, the SCRAM users created with kadm's
+// AlterUserSCRAMs; wrong passwords refused with SASL_AUTHENTICATION_FAILED
+// alike for known and unknown users; the SCRAM users still there after a
+// restart.
+func TestSASLListeners(t *testing.T) {
+	f := writeTLSFiles(t)
+	configs := append(f.sslConfigs("SASL_SSL"),
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config="+plainJAAS(map[string]string{"alice": "alice-secret"}),
+		"listener.name.sasl_ssl.ssl.client.auth=none",
+		"listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+	)
+	b, addrs := startSecured(t, "", []listenerSpec{{"SASL_PLAINTEXT", "SASL_PLAINTEXT"}, {"SASL_SSL", "SASL_SSL"}}, configs...)
+	ctx := adminCtx(t)
+
+	adm, _ := adminClient(t, b)
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"},
+		{User: "bob", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "bob-secret-512"},
+	})
+	if err == nil {
+		err = res.Error()
+	}
+	if err == nil || !strings.Contains(err.Error(), "DUPLICATE_RESOURCE") {
+		t.Fatalf("two changes of one user in a request: %v, want DUPLICATE_RESOURCE", err)
+	}
+	for _, u := range []kadm.UpsertSCRAM{
+		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"},
+		{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "carol-secret"},
+	} {
+		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{u})
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatalf("AlterUserSCRAMs %s: %v", u.User, err)
+		}
+	}
+
+	tlsCfg := &tls.Config{RootCAs: f.ca.Pool()}
+	run := func(b *broker) {
+		plainCl := b.newClient(t, kgo.SeedBrokers(addrs["SASL_PLAINTEXT"]), kgo.AllowAutoTopicCreation(),
+			kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()))
+		produceConsume(t, plainCl, "sasl-plain-"+strconv.Itoa(b.PID()))
+		s256 := b.newClient(t, kgo.SeedBrokers(addrs["SASL_SSL"]), kgo.DialTLSConfig(tlsCfg), kgo.AllowAutoTopicCreation(),
+			kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism()))
+		produceConsume(t, s256, "sasl-256-"+strconv.Itoa(b.PID()))
+		s512 := b.newClient(t, kgo.SeedBrokers(addrs["SASL_SSL"]), kgo.DialTLSConfig(tlsCfg), kgo.AllowAutoTopicCreation(),
+			kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism()))
+		produceConsume(t, s512, "sasl-512-"+strconv.Itoa(b.PID()))
+	}
+	run(b)
+
+	refused := func(addr string, m sasl.Mechanism, opts ...kgo.Opt) string {
+		cl, closeCl := b.tempClient(t, append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RequestRetries(0)}, opts...)...)
+		defer closeCl()
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED", m.Name(), err)
+			return ""
+		}
+		return err.Error()
+	}
+	known := refused(addrs["SASL_SSL"], scram.Auth{User: "bob", Pass: "wrong"}.AsSha256Mechanism(), kgo.DialTLSConfig(tlsCfg))
+	unknown := refused(addrs["SASL_SSL"], scram.Auth{User: "nobody", Pass: "wrong"}.AsSha256Mechanism(), kgo.DialTLSConfig(tlsCfg))
+	if known != unknown {
+		t.Errorf("a wrong password and an unknown user are told apart:\n%s\n%s", known, unknown)
+	}
+	if msg := refused(addrs["SASL_PLAINTEXT"], plain.Auth{User: "alice", Pass: "wrong"}.AsMechanism()); !strings.Contains(msg, "Invalid username or password") {
+		t.Errorf("PLAIN message %q", msg)
+	}
+
+	b = b.restart(t)
+	run(b)
+	described, err := kadm.NewClient(b.newClient(t)).DescribeUserSCRAMs(ctx)
+	if err != nil || len(described) != 2 || described["carol"].CredInfos[0].Iterations != 8192 {
+		t.Errorf("after restart: %+v %v", described, err)
 	}
 }

@@ -88,6 +88,7 @@ type Store struct {
 
 	dyn     dynamicBroker    // dynamic broker configs (topic_config.go)
 	quotas  clientQuotaStore // client quotas (client_quotas.go)
+	scram   scramStore       // SCRAM credentials (scram_credentials.go)
 	offline offlineState     // an I/O error took the data dir offline (offline.go)
 
 	bg     sync.WaitGroup // background goroutines: flushes, removals
@@ -181,6 +182,9 @@ func (s *Store) load() error {
 		return err
 	}
 	if err := s.loadClientQuotas(); err != nil {
+		return err
+	}
+	if err := s.loadScramCredentials(); err != nil {
 		return err
 	}
 	_, err := s.fs.Stat(filepath.Join(s.cfg.Dir, cleanShutdownFile))

@@ -95,6 +95,12 @@ type conn struct {
 	writev bool
 	splice fetchSplicer
 
+	// sasl is the authentication of a connection on a SASL listener
+	// (nil on others), owned by serveLoop; saslPending is true until it
+	// is done, for the reader's smaller frame bound.
+	sasl        *saslState
+	saslPending atomic.Bool
+
 	// principal is who the peer authenticated as (User:ANONYMOUS
 	// until it does); set by the reader before it hands over a frame.
 	principal string
@@ -137,6 +143,10 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
 	c.touch()
 	_, c.writev = nc.(*net.TCPConn)
+	if l.Protocol.UsesSASL() {
+		c.sasl = &saslState{}
+		c.saslPending.Store(true)
+	}
 	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,7 +223,13 @@ func (c *conn) readLoop() {
 // readRequest reads one frame, counted in s.reqMem from its size prefix
 // on (it may wait there for queued.max.request.bytes).
 func (c *conn) readRequest(br *bufio.Reader) ([]byte, error) {
-	n, err := readFrameSize(br, c.s.cfg.MaxRequestBytes)
+	max := c.s.cfg.MaxRequestBytes
+	if c.saslPending.Load() {
+		// Kafka's bound before authentication: "Failing SASL
+		// authentication due to invalid receive size".
+		max = min(max, c.s.cfg.SASLMaxReceiveBytes)
+	}
+	n, err := readFrameSize(br, max)
 	if err != nil {
 		return nil, err
 	}
@@ -474,6 +490,9 @@ func (c *conn) serveRecovered(frame []byte) (err error) {
 // serve decodes one frame, runs its handler and writes the response. A
 // returned error closes the connection.
 func (c *conn) serve(frame []byte) error {
+	if c.sasl != nil && c.sasl.stage != saslDone {
+		return c.serveSASL(frame)
+	}
 	h, a, req, err := decodeRequest(c.s.table, frame)
 	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {
 		cid := ""

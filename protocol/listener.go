@@ -104,9 +104,3 @@ func (l *Listener) wrap(nc net.Conn) net.Conn {
 	}
 	return nc
 }
-
-// SASLConfig is a SASL listener's authentication: its enabled mechanisms
-// (sasl.enabled.mechanisms, with the listener's override).
-type SASLConfig struct {
-	Mechanisms []string
-}

@@ -121,6 +121,15 @@ type Config struct {
 	// error code to answer the partition with. Nil: no transaction
 	// coordinator, and transactional batches fail with INVALID_TXN_STATE.
 	VerifyTxnPartition func(transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) int16
+	// SASLMaxReceiveBytes bounds a frame before a SASL client has
+	// authenticated (sasl.server.max.receive.size, default 524288); zero
+	// means the default.
+	SASLMaxReceiveBytes int32
+	// FailedAuthenticationDelay is how long a failed authentication waits
+	// before it is answered and the connection closed
+	// (connection.failed.authentication.delay.ms, 100 ms); zero means
+	// the default, negative none.
+	FailedAuthenticationDelay time.Duration
 	// Txns is the transaction coordinator, owned by the caller. Nil:
 	// NewServer starts one with coordinator.DefaultTxnConfig over the
 	// store, which Close stops, and VerifyTxnPartition (if nil) is its
@@ -197,6 +206,10 @@ type Server struct {
 	// idle is connections.max.idle.ms; negative: never.
 	idle time.Duration
 
+	// saslSecret keys the made-up SCRAM credentials of unknown users
+	// (scram.go) and PLAIN's dummy password.
+	saslSecret []byte
+
 	// wg counts every goroutine the server starts (see goroutine), so
 	// Close can wait for all of them.
 	wg sync.WaitGroup
@@ -219,6 +232,12 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.SASLMaxReceiveBytes <= 0 {
+		cfg.SASLMaxReceiveBytes = DefaultSASLMaxReceiveBytes
+	}
+	if cfg.FailedAuthenticationDelay == 0 {
+		cfg.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
+	}
 	if cfg.QueuedMaxRequestBytes == 0 {
 		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
@@ -240,6 +259,8 @@ func NewServer(cfg Config, store *partition.Store) *Server {
 		quotas:    newConnQuotas(limits),
 		reqMem:    newRequestMemory(cfg.QueuedMaxRequestBytes, cfg.Logger),
 		idle:      limits.idleTimeout(),
+
+		saslSecret: newSASLSecret(),
 	}
 	s.quotas.log = cfg.Logger
 	s.fetchSessions = newFetchSessions(cfg)
