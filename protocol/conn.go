@@ -223,15 +223,16 @@ func (c *conn) readLoop() {
 // readRequest reads one frame, counted in s.reqMem from its size prefix
 // on (it may wait there for queued.max.request.bytes).
 func (c *conn) readRequest(br *bufio.Reader) ([]byte, error) {
-	max := c.s.cfg.MaxRequestBytes
-	if c.saslPending.Load() {
-		// Kafka's bound before authentication: "Failing SASL
-		// authentication due to invalid receive size".
-		max = min(max, c.s.cfg.SASLMaxReceiveBytes)
-	}
-	n, err := readFrameSize(br, max)
+	n, err := readFrameSize(br, c.s.cfg.MaxRequestBytes)
 	if err != nil {
 		return nil, err
+	}
+	// Kafka's bound before authentication ("Failing SASL authentication
+	// due to invalid receive size"), checked once the size has arrived:
+	// a client sends its next request only after the answer that
+	// completed its authentication.
+	if c.saslPending.Load() && n > c.s.cfg.SASLMaxReceiveBytes {
+		return nil, fmt.Errorf("%w: %d before SASL authentication (max %d)", errFrameSize, n, c.s.cfg.SASLMaxReceiveBytes)
 	}
 	select {
 	case c.queued <- struct{}{}: // the frame before is taken

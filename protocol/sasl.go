@@ -162,15 +162,15 @@ func (c *conn) serveSASL(frame []byte) error {
 			c.delayFailure()
 			return errAuthentication
 		}
+		if done { // before the answer, after which the client sends more
+			c.authenticated(st)
+		}
+		c.requestDone()
 		if out != nil {
 			b := binary.BigEndian.AppendUint32(nil, uint32(len(out)))
 			if _, err := c.nc.Write(append(b, out...)); err != nil {
 				return err
 			}
-		}
-		c.requestDone()
-		if done {
-			c.authenticated(st)
 		}
 		return nil
 	}

@@ -204,6 +204,17 @@ func TestSASLWithKgo(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// Past authentication, frames may exceed sasl.server.max.receive.size.
+	big, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "bob", Pass: "bob-256"}.AsSha256Mechanism()),
+		kgo.DefaultProduceTopic("big"), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	if err := big.ProduceSync(ctx, &kgo.Record{Value: make([]byte, DefaultSASLMaxReceiveBytes+1000)}).FirstErr(); err != nil {
+		t.Errorf("a large produce after SCRAM: %v", err)
+	}
+
 	for _, tt := range []struct {
 		m    sasl.Mechanism
 		want string
