@@ -927,6 +927,12 @@ func (c *Config) Properties() [][2]string {
 	for _, b := range partition.BrokerLogConfigs() {
 		out = append(out, [2]string{b.Name, c.logDefault(b)})
 	}
+	for name, v := range c.ListenerProperties {
+		if p := listenerProperty(name); p != nil && p.Type == configdef.Password && v != "" {
+			v = hiddenPassword
+		}
+		out = append(out, [2]string{name, v})
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
 }

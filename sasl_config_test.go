@@ -2,12 +2,15 @@ package kcompatd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -183,5 +186,52 @@ func TestSASLConfigErrors(t *testing.T) {
 	maps.Copy(props, base)
 	if _, _, err := ParseConfig(props); err != nil {
 		t.Errorf("unprefixed sasl.jaas.config: %v", err)
+	}
+}
+
+// README's security example starts a broker as it is, but for its key
+// store path and ports; --check-config hides its secrets.
+func TestREADMESecurityExample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "    listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://")
+	if start < 0 {
+		t.Fatal("no security example in README.md")
+	}
+	end := strings.Index(text[start:], "\n\n`server.pem`")
+	if end < 0 {
+		t.Fatal("security example not followed by its note")
+	}
+	f := newTLSFixture(t)
+	example := strings.NewReplacer("/etc/kcompatd/server.pem", f.serverPEM, ":9092", ":0", ":9093", ":0",
+		"/tmp/kcompatd-secure", t.TempDir(), "\n    ", "\n").Replace(strings.TrimPrefix(text[start:start+end], "    "))
+	props, err := ReadProperties(strings.NewReader(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(props, "advertised.listeners") // ports 0: advertise the bound ones
+	cfg, warnings, err := ParseConfig(props)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("%v %v", err, warnings)
+	}
+	for _, kv := range cfg.Properties() {
+		if strings.Contains(kv[1], "secret") {
+			t.Errorf("--check-config shows %s=%s", kv[0], kv[1])
+		}
+	}
+	b, err := New(cfg, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tc := &tls.Config{RootCAs: f.ca.Pool()}
+	if err := saslPing(t, b.ListenerAddr("SASL_SSL").String(), scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(), kgo.DialTLSConfig(tc)); err != nil {
+		t.Errorf("SCRAM-SHA-512 over SASL_SSL: %v", err)
+	}
+	if err := saslPing(t, b.ListenerAddr("SASL_SSL").String(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism(), kgo.DialTLSConfig(tc)); err != nil {
+		t.Errorf("PLAIN over SASL_SSL: %v", err)
 	}
 }
