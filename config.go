@@ -445,7 +445,7 @@ var properties = []property{
 			Doc: "Configures kafka broker to request client authentication. The following settings are common:  <ul> <li><code>ssl.client.auth=required</code> If set to required client authentication is required. <li><code>ssl.client.auth=requested</code> This means client authentication is optional. unlike required, if this option is set client can choose not to provide authentication information about itself <li><code>ssl.client.auth=none</code> This means client authentication is not needed.</ul>"},
 		field:       func(c *Config) any { return &c.SSLClientAuth },
 		perListener: true,
-		note:        "`required`, `requested` or `none`; a verified client certificate makes the principal `User:<DN>`, none `User:ANONYMOUS`",
+		note:        "`required`, `requested` or `none`; a verified client certificate makes the principal `User:<DN>`, none `User:ANONYMOUS`; on SASL_SSL only `listener.name.<l>.ssl.client.auth` applies (KIP-684)",
 	},
 	{
 		Def: configdef.Def{Name: "ssl.enabled.protocols", Type: configdef.List, Default: "TLSv1.2,TLSv1.3",

@@ -108,6 +108,11 @@ func (c *Config) buildListeners(plan listenerPlan) ([]*protocol.Listener, []*Con
 			}
 		}
 		if spec.protocol.UsesTLS() {
+			if _, ok := c.ListenerProperties[listenerPrefix(spec.name)+c.propertyName(&c.SSLClientAuth)]; spec.protocol.UsesSASL() && !ok {
+				// KIP-684: on SASL_SSL only the listener's own
+				// ssl.client.auth applies.
+				lc.SSLClientAuth = "none"
+			}
 			tc, mapper, terrs := lc.serverTLS(spec.name)
 			errs = append(errs, terrs...)
 			if len(terrs) > 0 {

@@ -14,6 +14,7 @@ import (
 	"encoding/asn1"
 	"encoding/pem"
 	"errors"
+	"maps"
 	"net"
 	"strings"
 	"testing"
@@ -245,4 +246,41 @@ func FuzzDecryptPKCS8(f *testing.F) {
 			t.Errorf("plaintext of %d bytes from %d", len(out), len(b))
 		}
 	})
+}
+
+// KIP-684: a SASL_SSL listener takes ssl.client.auth only from its own
+// listener.name override; an SSL listener from either.
+func TestSASLSSLClientAuthOnlyPrefixed(t *testing.T) {
+	f := newTLSFixture(t)
+	base := map[string]string{
+		"listeners":               "SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "SCRAM-SHA-256",
+		"ssl.keystore.type":       "PEM", "ssl.keystore.location": f.serverPEM,
+		"ssl.truststore.type": "PEM", "ssl.truststore.location": f.caPEM,
+		"ssl.client.auth": "required",
+	}
+	auth := func(extra map[string]string) map[string]tls.ClientAuthType {
+		props := maps.Clone(base)
+		maps.Copy(props, extra)
+		c := mustParse(t, props)
+		plan, cerr := c.resolveListeners()
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		ls, errs := c.buildListeners(plan)
+		if len(errs) > 0 {
+			t.Fatal(errs[0])
+		}
+		out := map[string]tls.ClientAuthType{}
+		for _, l := range ls {
+			out[l.Name] = l.TLS.ClientAuth
+		}
+		return out
+	}
+	if got := auth(nil); got["SASL_SSL"] != tls.NoClientCert || got["SSL"] != tls.RequireAndVerifyClientCert {
+		t.Errorf("unprefixed: %v", got)
+	}
+	if got := auth(map[string]string{"listener.name.sasl_ssl.ssl.client.auth": "requested"}); got["SASL_SSL"] != tls.VerifyClientCertIfGiven {
+		t.Errorf("prefixed: %v", got)
+	}
 }

@@ -102,8 +102,10 @@ type conn struct {
 	saslPending atomic.Bool
 
 	// principal is who the peer authenticated as (User:ANONYMOUS
-	// until it does); set by the reader before it hands over a frame.
-	principal string
+	// until it does): set by the reader after the TLS handshake, before
+	// it hands over a frame, and by serveLoop when SASL completes; an
+	// atomic so that others (ACLs, tests) may read it at any time.
+	principal atomic.Pointer[string]
 
 	ip netip.Addr // the peer's, as counted in s.quotas
 	// active is when the connection last received bytes, or began
@@ -137,9 +139,8 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 		frames:   make(chan []byte, 1),
 		queued:   make(chan struct{}, 1),
 		ip:       ip,
-
-		principal: AnonymousPrincipal,
 	}
+	c.setPrincipal(AnonymousPrincipal)
 	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
 	c.touch()
 	_, c.writev = nc.(*net.TCPConn)
@@ -647,7 +648,12 @@ func (c *conn) handshakeTLS() error {
 			return err
 		}
 	}
-	c.principal = "User:" + name
-	c.log.Debug().Str("principal", c.principal).Msg("TLS client authenticated")
+	c.setPrincipal("User:" + name)
+	c.log.Debug().Str("principal", c.Principal()).Msg("TLS client authenticated")
 	return nil
 }
+
+// Principal is who the peer is authenticated as, User:ANONYMOUS if no one.
+func (c *conn) Principal() string { return *c.principal.Load() }
+
+func (c *conn) setPrincipal(p string) { c.principal.Store(&p) }

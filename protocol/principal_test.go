@@ -160,7 +160,7 @@ func principals(s *Server) []string {
 	defer s.mu.Unlock()
 	var out []string
 	for c := range s.conns {
-		out = append(out, c.principal)
+		out = append(out, c.Principal())
 	}
 	return out
 }

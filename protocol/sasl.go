@@ -246,10 +246,10 @@ func (c *conn) saslAuthenticate(h header, req *kmsg.SASLAuthenticateRequest) err
 // authenticated ends the exchange: the connection now runs as the user.
 func (c *conn) authenticated(st *saslState) {
 	st.stage = saslDone
-	c.principal = "User:" + st.server.User()
+	c.setPrincipal("User:" + st.server.User())
 	st.server = nil
 	c.saslPending.Store(false)
-	c.log.Debug().Str("principal", c.principal).Str("mechanism", st.mechanism).Msg("SASL client authenticated")
+	c.log.Debug().Str("principal", c.Principal()).Str("mechanism", st.mechanism).Msg("SASL client authenticated")
 }
 
 // delayFailure waits failed.authentication.delay.ms before a failure is
