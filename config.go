@@ -895,6 +895,9 @@ func (p *property) get(c *Config) string {
 	switch f := p.field(c).(type) {
 	case *string:
 		v.Text = *f
+		if p.Type == configdef.List {
+			v.List = configdef.SplitList(*f)
+		}
 	case *bool:
 		v.Bool = *f
 	case *int32:

@@ -102,6 +102,9 @@ func (c *Config) propertyName(f any) string {
 // keyStore loads the server's certificate chain and private key.
 func (c *Config) keyStore() (tls.Certificate, error) {
 	var cert tls.Certificate
+	if c.SSLKeystoreLocation == "" && c.SSLKeystoreKey == "" && c.SSLKeystoreCertificateChain == "" {
+		return cert, errors.New("an SSL listener needs a key store: ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain (ssl.keystore.type PEM or PKCS12)")
+	}
 	switch strings.ToUpper(c.SSLKeystoreType) {
 	case storePEM:
 		var data []byte

@@ -137,8 +137,9 @@ func TestServerTLSStores(t *testing.T) {
 		props map[string]string
 		want  string
 	}{
-		{map[string]string{}, "JKS key stores are not supported"},
-		{map[string]string{"ssl.keystore.type": "PEM"}, "needs ssl.keystore.location"},
+		{map[string]string{}, "an SSL listener needs a key store"},
+		{map[string]string{"ssl.keystore.location": f.serverPEM}, "JKS key stores are not supported"},
+		{map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.key": "x"}, "needs ssl.keystore.location, or ssl.keystore.key with"},
 		{map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": f.serverPEM, "ssl.keystore.password": "x"}, "password cannot be specified with PEM"},
 		{map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": f.encryptedPEM}, "set ssl.key.password"},
 		{map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": f.encryptedPEM, "ssl.key.password": "wrong"}, "encrypted private key"},
@@ -282,5 +283,17 @@ func TestSASLSSLClientAuthOnlyPrefixed(t *testing.T) {
 	}
 	if got := auth(map[string]string{"listener.name.sasl_ssl.ssl.client.auth": "requested"}); got["SASL_SSL"] != tls.VerifyClientCertIfGiven {
 		t.Errorf("prefixed: %v", got)
+	}
+}
+
+// LIST properties print as set (--check-config, DescribeConfigs).
+func TestListPropertiesPrint(t *testing.T) {
+	c := mustParse(t, map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-256, PLAIN", "ssl.enabled.protocols": "TLSv1.3"})
+	got := map[string]string{}
+	for _, kv := range c.Properties() {
+		got[kv[0]] = kv[1]
+	}
+	if got["sasl.enabled.mechanisms"] != "SCRAM-SHA-256,PLAIN" || got["ssl.enabled.protocols"] != "TLSv1.3" {
+		t.Errorf("printed %q and %q", got["sasl.enabled.mechanisms"], got["ssl.enabled.protocols"])
 	}
 }
