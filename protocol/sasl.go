@@ -12,7 +12,8 @@ package protocol
 //     UNSUPPORTED_SASL_MECHANISM, and the connection is closed.
 //   - After a v1 handshake the exchange runs in SaslAuthenticate requests
 //     (any other request closes the connection); after a v0 handshake, as
-//     raw size-prefixed tokens with no request header (pre-1.0 clients).
+//     raw size-prefixed tokens with no request header (pre-1.0 clients),
+//     each answered by one (PLAIN's empty).
 //   - A failed exchange is answered, after failed.authentication.delay.ms
 //     (100 ms), with SASL_AUTHENTICATION_FAILED and Kafka's message
 //     ("Authentication failed: Invalid username or password" for PLAIN,
@@ -166,13 +167,11 @@ func (c *conn) serveSASL(frame []byte) error {
 			c.authenticated(st)
 		}
 		c.requestDone()
-		if out != nil {
-			b := binary.BigEndian.AppendUint32(nil, uint32(len(out)))
-			if _, err := c.nc.Write(append(b, out...)); err != nil {
-				return err
-			}
-		}
-		return nil
+		// Every token is answered, PLAIN's with an empty one, which
+		// the client waits for (Kafka's mechanisms never return null).
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(out)))
+		_, err = c.nc.Write(append(b, out...))
+		return err
 	}
 	h, a, req, err := decodeRequest(c.s.table, frame)
 	if errors.Is(err, errAPIVersionsFallback) && st.stage == saslHandshake {
@@ -286,8 +285,10 @@ func handleSaslAuthenticateAuthenticated(s *Server, r *Request) (kmsg.Response, 
 
 // plainServer is SASL/PLAIN (RFC 4616) as Kafka's PlainSaslServer: one
 // message, [authzid] NUL authcid NUL passwd, an authzid only equal to the
-// user; passwords are compared in constant time, an unknown user's with a
-// dummy, so that the time taken does not tell whether the user exists.
+// user, answered by an empty token; passwords are compared in constant
+// time, an unknown user's with a dummy, so that the time taken does not
+// tell whether the user exists. A missing user or password gets the
+// generic message; a wrong one "Invalid username or password".
 type plainServer struct {
 	users map[string]string
 	dummy []byte
@@ -297,19 +298,26 @@ type plainServer struct {
 func (p *plainServer) User() string { return p.user }
 
 func (p *plainServer) Next(msg []byte) ([]byte, bool, error) {
-	parts := bytes.Split(msg, []byte{0})
-	if len(parts) != 3 {
-		return nil, false, fmt.Errorf("%w: Invalid SASL/PLAIN response: expected 3 tokens, got %d", errAuthentication, len(parts))
+	// Kafka's split: three fields at the first two NULs, the third ending
+	// at a further NUL if there is one; missing fields are empty.
+	var fields [3][]byte
+	rest := msg
+	for i := range fields {
+		var ok bool
+		fields[i], rest, ok = bytes.Cut(rest, []byte{0})
+		if !ok {
+			break
+		}
 	}
-	authz, user, pass := string(parts[0]), string(parts[1]), parts[2]
-	fail := func(msg string) ([]byte, bool, error) {
-		return nil, false, &authFailure{msg: msg, err: fmt.Errorf("%w: PLAIN: %s", errAuthentication, msg)}
-	}
+	authz, user, pass := string(fields[0]), string(fields[1]), fields[2]
 	switch {
 	case user == "":
-		return fail("Authentication failed: username not specified")
+		return nil, false, fmt.Errorf("%w: PLAIN: username not specified", errAuthentication)
 	case len(pass) == 0:
-		return fail("Authentication failed: password not specified")
+		return nil, false, fmt.Errorf("%w: PLAIN: password not specified", errAuthentication)
+	}
+	fail := func(msg string) ([]byte, bool, error) {
+		return nil, false, &authFailure{msg: msg, err: fmt.Errorf("%w: PLAIN: %s", errAuthentication, msg)}
 	}
 	want, known := p.users[user]
 	if !known {
@@ -323,7 +331,7 @@ func (p *plainServer) Next(msg []byte) ([]byte, bool, error) {
 		return fail("Authentication failed: Client requested an authorization id that is different from username")
 	}
 	p.user = user
-	return nil, true, nil
+	return []byte{}, true, nil
 }
 
 // newSASLSecret is the per-process secret behind unknown users' made-up

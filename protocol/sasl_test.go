@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -204,6 +205,22 @@ func TestSASLWithKgo(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// A client of Kafka 0.11 (no SaslAuthenticate) uses a v0 handshake and
+	// raw tokens.
+	for name, m := range map[string]sasl.Mechanism{
+		"PLAIN":         plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(),
+		"SCRAM-SHA-256": scram.Auth{User: "bob", Pass: "bob-256"}.AsSha256Mechanism(),
+	} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RequestRetries(0), kgo.MaxVersions(kversion.V0_11_0()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Ping(ctx); err != nil {
+			t.Errorf("%s with raw tokens: %v", name, err)
+		}
+		cl.Close()
+	}
+
 	// Past authentication, frames may exceed sasl.server.max.receive.size.
 	big, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "bob", Pass: "bob-256"}.AsSha256Mechanism()),
 		kgo.DefaultProduceTopic("big"), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(20*time.Second))
@@ -269,8 +286,8 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 }
 
 // A v0 SaslHandshake moves the exchange to raw size-prefixed tokens:
-// PLAIN's one token gets no answer, then the connection is served; a bad
-// password closes it without an answer.
+// PLAIN's one token gets an empty one back, then the connection is
+// served; a bad password closes it without an answer.
 func TestSASLRawTokensV0(t *testing.T) {
 	tb := startBroker(t, noAuthDelay)
 	addr := startSASL(t, tb, "PLAIN")
@@ -287,6 +304,11 @@ func TestSASLRawTokensV0(t *testing.T) {
 	w := dialWire(t, addr)
 	handshake(w)
 	w.writeRaw(token("\x00alice\x00alice-secret"))
+	w.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var empty [4]byte
+	if _, err := io.ReadFull(w.br, empty[:]); err != nil || empty != [4]byte{} {
+		t.Fatalf("PLAIN's raw answer: %x, %v; want an empty token", empty, err)
+	}
 	w.roundTrip(kmsg.NewPtrMetadataRequest())
 	if got := principals(tb.s); !containsString(got, "User:alice") {
 		t.Errorf("principals %q", got)
@@ -406,4 +428,42 @@ func FuzzSASLServers(f *testing.F) {
 			t.Errorf("SCRAM authenticated an unknown user with %q %q", first, final)
 		}
 	})
+}
+
+// PLAIN tokens as Kafka's PlainSaslServer reads them, and the message the
+// client is told.
+func TestPlainServer(t *testing.T) {
+	generic := invalidCredentialsMessage("PLAIN")
+	for _, tt := range []struct {
+		token, user, msg string
+	}{
+		{"\x00alice\x00alice-secret", "alice", ""},
+		{"alice\x00alice\x00alice-secret", "alice", ""},
+		{"\x00alice\x00alice-secret\x00ignored", "alice", ""}, // Kafka cuts the password at a third NUL
+		{"", "", generic},
+		{"alice", "", generic},
+		{"\x00alice", "", generic},
+		{"\x00alice\x00", "", generic},
+		{"\x00\x00pw", "", generic},
+		{"\x00alice\x00wrong", "", plainFailedMessage},
+		{"\x00nobody\x00alice-secret", "", plainFailedMessage},
+		{"bob\x00alice\x00alice-secret", "", "Authentication failed: Client requested an authorization id that is different from username"},
+	} {
+		p := &plainServer{users: map[string]string{"alice": "alice-secret"}, dummy: []byte("dummy")}
+		out, done, err := p.Next([]byte(tt.token))
+		if tt.msg == "" {
+			if err != nil || !done || p.User() != tt.user || out == nil || len(out) != 0 {
+				t.Errorf("%q: %q %v %v %q", tt.token, out, done, err, p.User())
+			}
+			continue
+		}
+		msg := generic
+		var af *authFailure
+		if errors.As(err, &af) {
+			msg = af.msg
+		}
+		if err == nil || msg != tt.msg {
+			t.Errorf("%q: %v, told %q, want %q", tt.token, err, msg, tt.msg)
+		}
+	}
 }
