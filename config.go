@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,13 +38,14 @@ type Config struct {
 	// interface, a host name every address it resolves to (localhost:
 	// 127.0.0.1 and ::1, on one port); port 0 picks a free port.
 	// Listeners named in
-	// ControllerListenerNames are ignored, which leaves exactly one, whose
-	// security protocol must be PLAINTEXT. Unused when Listener is set.
+	// ControllerListenerNames are ignored; each other one is served with
+	// its security protocol from ListenerSecurityProtocolMap. Unused when
+	// Listener is set.
 	Listeners string
 	// AdvertisedListeners is what Metadata tells clients to connect to
-	// (advertised.listeners, default: the bound listener's host and
-	// actual port). Its entry for the listener's name is used; a port of
-	// 0 means the bound port.
+	// (advertised.listeners, default: each listener's host and actual
+	// port), per listener: a request is answered with the entry of the
+	// listener it came in on; a port of 0 means the bound port.
 	AdvertisedListeners string
 	// ListenerSecurityProtocolMap maps listener names to security
 	// protocols (listener.security.protocol.map, default
@@ -54,6 +56,49 @@ type Config struct {
 	// kcompatd process has no use for: they are skipped, so that a stock
 	// combined-mode server.properties works unchanged.
 	ControllerListenerNames string
+
+	// The TLS settings of SSL and SASL_SSL listeners (Kafka's ssl.*
+	// properties, each also read per listener as
+	// listener.name.<listener>.ssl.*; tls.go). The store types are PEM
+	// or PKCS12 (ssl.keystore.type, ssl.truststore.type, default JKS,
+	// which is refused); locations are file paths; the inline PEM
+	// values and the passwords are secret (PASSWORD properties).
+	SSLKeystoreType             string
+	SSLKeystoreLocation         string
+	SSLKeystorePassword         string
+	SSLKeyPassword              string
+	SSLKeystoreKey              string
+	SSLKeystoreCertificateChain string
+	SSLTruststoreType           string
+	SSLTruststoreLocation       string
+	SSLTruststorePassword       string
+	SSLTruststoreCertificates   string
+	// SSLClientAuth is ssl.client.auth: required, requested or none
+	// (default).
+	SSLClientAuth string
+	// SSLEnabledProtocols is ssl.enabled.protocols (default
+	// TLSv1.2,TLSv1.3), SSLCipherSuites ssl.cipher.suites (default
+	// empty: Go's defaults), SSLProtocol ssl.protocol (unused).
+	SSLEnabledProtocols string
+	SSLCipherSuites     string
+	SSLProtocol         string
+	// SSLPrincipalMappingRules is ssl.principal.mapping.rules (default
+	// DEFAULT: the client certificate's DN).
+	SSLPrincipalMappingRules string
+
+	// The SASL settings of SASL_PLAINTEXT and SASL_SSL listeners:
+	// SASLEnabledMechanisms is sasl.enabled.mechanisms (default GSSAPI,
+	// which kcompatd does not serve; per listener), SASLJAASConfig
+	// sasl.jaas.config (per listener and mechanism: PLAIN's users),
+	// SASLServerMaxReceiveSize sasl.server.max.receive.size in bytes
+	// (default 524288).
+	SASLEnabledMechanisms    string
+	SASLJAASConfig           string
+	SASLServerMaxReceiveSize int32
+	// SCRAMUsers are SCRAM credentials to create at start-up
+	// (kcompatd.scram.users, kcompatd's own; default none), in
+	// kafka-storage format --add-scram's syntax.
+	SCRAMUsers string
 
 	// Listener, when not nil, is an already-open listener to serve
 	// instead of opening Listeners (not a Kafka property: it lets Go tests
@@ -226,6 +271,11 @@ type Config struct {
 	// (log.retention.check.interval.ms, default 300000).
 	LogRetentionCheckIntervalMs int64
 
+	// ListenerProperties are the listener.name.<listener>.<property>
+	// overrides of per-listener properties, by their full names, as a
+	// properties file gives them (listenerConfig applies them).
+	ListenerProperties map[string]string
+
 	// KafkaVersion caps the API versions the broker advertises and
 	// serves at those of a Kafka release, such as "3.5" or "2.8.1"
 	// (kcompatd.kafka.version, kcompatd's own; default empty: every
@@ -312,6 +362,11 @@ type property struct {
 	// check is a rule beyond the range, usually across fields: the reason
 	// the value is invalid, or "".
 	check func(c *Config) string
+	// perListener: Kafka reads it per listener, so that
+	// listener.name.<listener>.<name> overrides it for that listener
+	// (listenerConfig); perMechanism: also per SASL mechanism,
+	// listener.name.<listener>.<mechanism>.<name>.
+	perListener, perMechanism bool
 	// note is kcompatd's one-line description, and defaultNote the
 	// default as README words it where the value alone does not say it.
 	note, defaultNote string
@@ -329,30 +384,162 @@ var properties = []property{
 		note:        "the data directory; exactly one",
 	},
 	{
-		Def: configdef.Def{Name: "listeners", Type: configdef.String, Default: "PLAINTEXT://localhost:9092",
+		Def: configdef.Def{Name: nameListeners, Type: configdef.String, Default: "PLAINTEXT://localhost:9092",
 			Doc: "Listener List - Comma-separated list of URIs we will listen on and the listener names."},
 		field:       func(c *Config) any { return &c.Listeners },
 		defaultNote: "`PLAINTEXT://localhost:9092` (Kafka: `PLAINTEXT://:9092`)",
-		note:        "`NAME://host:port`; an empty host binds every interface, a host name each address it resolves to (`localhost`: 127.0.0.1 and ::1, so clients that try ::1 first connect too), port 0 a free port. Exactly one client listener, security protocol PLAINTEXT",
+		note:        "`NAME://host:port,...`; an empty host binds every interface, a host name each address it resolves to (`localhost`: 127.0.0.1 and ::1, so clients that try ::1 first connect too), port 0 a free port. Each listener's security protocol comes from `listener.security.protocol.map`; `listener.name.<name>.<property>` overrides a per-listener property for that listener",
 	},
 	{
-		Def: configdef.Def{Name: "advertised.listeners", Type: configdef.String, NullDefault: true,
+		Def: configdef.Def{Name: nameAdvertisedListeners, Type: configdef.String, NullDefault: true,
 			Doc: "Listeners to publish to ZooKeeper for clients to use, if different than the listeners config property."},
 		field:       func(c *Config) any { return &c.AdvertisedListeners },
 		defaultNote: "the bound listener",
-		note:        "what Metadata tells clients; port 0 means the bound port; without it an empty host advertises the machine's host name, and `0.0.0.0` is refused, as in Kafka",
+		note:        "what Metadata, DescribeCluster and FindCoordinator tell a client, for the listener its request came in on; port 0 means the bound port; a listener without an entry advertises its bound address (an empty host: the machine's host name); `0.0.0.0` is refused, as in Kafka",
 	},
 	{
-		Def: configdef.Def{Name: "listener.security.protocol.map", Type: configdef.String, Default: "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		Def: configdef.Def{Name: nameProtocolMap, Type: configdef.String, Default: "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 			Doc: "Map between listener names and security protocols."},
 		field: func(c *Config) any { return &c.ListenerSecurityProtocolMap },
-		note:  "listener name to security protocol; only PLAINTEXT is served",
+		note:  "listener name to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
 	},
 	{
 		Def: configdef.Def{Name: "controller.listener.names", Type: configdef.String, NullDefault: true,
 			Doc: "A comma-separated list of the names of the listeners used by the controller."},
 		field: func(c *Config) any { return &c.ControllerListenerNames },
 		note:  "KRaft controller listeners: skipped (logged), so a combined-mode `server.properties` works",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.type", Type: configdef.String, Default: "JKS",
+			Doc: "The file format of the key store file. This is optional for client. The values currently supported by the default `ssl.engine.factory.class` are [JKS, PKCS12, PEM]."},
+		field:       func(c *Config) any { return &c.SSLKeystoreType },
+		perListener: true,
+		note:        "PEM or PKCS12 (JKS is refused: convert it with `keytool -importkeystore -deststoretype PKCS12`)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.location", Type: configdef.String, NullDefault: true,
+			Doc: "The location of the key store file. This is optional for client and can be used for two-way authentication for client."},
+		field:       func(c *Config) any { return &c.SSLKeystoreLocation },
+		perListener: true,
+		note:        "PEM: the private key and the certificate chain in one file; PKCS12: the store",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.password", Type: configdef.Password, NullDefault: true,
+			Doc: "The store password for the key store file. This is optional for client and only needed if 'ssl.keystore.location' is configured. Key store password is not supported for PEM format."},
+		field:       func(c *Config) any { return &c.SSLKeystorePassword },
+		perListener: true,
+		note:        "PKCS12 only",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.key.password", Type: configdef.Password, NullDefault: true,
+			Doc: "The password of the private key in the key store file or the PEM key specified in 'ssl.keystore.key'."},
+		field:       func(c *Config) any { return &c.SSLKeyPassword },
+		perListener: true,
+		note:        "decrypts an encrypted PKCS#8 PEM key (PBES2: PBKDF2 with AES or 3DES, what OpenSSL writes); a PKCS12 key is decrypted with the store password",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.key", Type: configdef.Password, NullDefault: true,
+			Doc: "Private key in the format specified by 'ssl.keystore.type'. Default SSL engine factory supports only PEM format with PKCS#8 keys. If the key is encrypted, key password must be specified using 'ssl.key.password'"},
+		field:       func(c *Config) any { return &c.SSLKeystoreKey },
+		perListener: true,
+		note:        "inline PEM private key, with `ssl.keystore.certificate.chain`",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.keystore.certificate.chain", Type: configdef.Password, NullDefault: true,
+			Doc: "Certificate chain in the format specified by 'ssl.keystore.type'. Default SSL engine factory supports only PEM format with a list of X.509 certificates"},
+		field:       func(c *Config) any { return &c.SSLKeystoreCertificateChain },
+		perListener: true,
+		note:        "inline PEM certificates, leaf first",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.type", Type: configdef.String, Default: "JKS",
+			Doc: "The file format of the trust store file. The values currently supported by the default `ssl.engine.factory.class` are [JKS, PKCS12, PEM]."},
+		field:       func(c *Config) any { return &c.SSLTruststoreType },
+		perListener: true,
+		note:        "PEM or PKCS12 (JKS is refused)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.location", Type: configdef.String, NullDefault: true,
+			Doc: "The location of the trust store file."},
+		field:       func(c *Config) any { return &c.SSLTruststoreLocation },
+		perListener: true,
+		note:        "the CA certificates that verify client certificates",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.password", Type: configdef.Password, NullDefault: true,
+			Doc: "The password for the trust store file. If a password is not set, trust store file configured will still be used, but integrity checking is disabled. Trust store password is not supported for PEM format."},
+		field:       func(c *Config) any { return &c.SSLTruststorePassword },
+		perListener: true,
+		note:        "PKCS12 only",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.truststore.certificates", Type: configdef.Password, NullDefault: true,
+			Doc: "Trusted certificates in the format specified by 'ssl.truststore.type'. Default SSL engine factory supports only PEM format with X.509 certificates."},
+		field:       func(c *Config) any { return &c.SSLTruststoreCertificates },
+		perListener: true,
+		note:        "inline PEM CA certificates",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.client.auth", Type: configdef.String, Default: "none", OneOf: []string{"required", "requested", "none"},
+			Doc: "Configures kafka broker to request client authentication. The following settings are common:  <ul> <li><code>ssl.client.auth=required</code> If set to required client authentication is required. <li><code>ssl.client.auth=requested</code> This means client authentication is optional. unlike required, if this option is set client can choose not to provide authentication information about itself <li><code>ssl.client.auth=none</code> This means client authentication is not needed.</ul>"},
+		field:       func(c *Config) any { return &c.SSLClientAuth },
+		perListener: true,
+		note:        "`required`, `requested` or `none`; a verified client certificate makes the principal `User:<DN>`, none `User:ANONYMOUS`; on SASL_SSL only `listener.name.<l>.ssl.client.auth` applies (KIP-684)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.enabled.protocols", Type: configdef.List, Default: "TLSv1.2,TLSv1.3",
+			Doc: "The list of protocols enabled for SSL connections. The default is 'TLSv1.2,TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. With the default value for Java 11, clients and servers will prefer TLSv1.3 if both support it and fallback to TLSv1.2 otherwise (assuming both support at least TLSv1.2). This default should be fine for most cases. Also see the config documentation for `ssl.protocol`."},
+		field:       func(c *Config) any { return &c.SSLEnabledProtocols },
+		perListener: true,
+		note:        "TLSv1 to TLSv1.3; Go serves a contiguous range, so a list that skips a version is refused",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.cipher.suites", Type: configdef.List, Default: "",
+			Doc: "A list of cipher suites. This is a named combination of authentication, encryption, MAC and key exchange algorithm used to negotiate the security settings for a network connection using TLS or SSL network protocol. By default all the available cipher suites are supported."},
+		field:       func(c *Config) any { return &c.SSLCipherSuites },
+		perListener: true,
+		note:        "IANA names; limits TLS 1.2 and older (Go does not let TLS 1.3 suites be chosen: they are accepted, and a list without one turns TLS 1.3 off)",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.protocol", Type: configdef.String, Default: "TLSv1.3",
+			Doc: "The SSL protocol used to generate the SSLContext. The default is 'TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. This value should be fine for most use cases. Allowed values in recent JVMs are 'TLSv1.2' and 'TLSv1.3'. 'TLS', 'TLSv1.1', 'SSL', 'SSLv2' and 'SSLv3' may be supported in older JVMs, but their usage is discouraged due to known security vulnerabilities. With the default value for this config and 'ssl.enabled.protocols', clients will downgrade to 'TLSv1.2' if the server does not support 'TLSv1.3'. If this config is set to 'TLSv1.2', clients will not use 'TLSv1.3' even if it is one of the values in ssl.enabled.protocols and the server only supports 'TLSv1.3'."},
+		field:       func(c *Config) any { return &c.SSLProtocol },
+		perListener: true,
+		note:        "accepted and unused: a Go server negotiates within `ssl.enabled.protocols`",
+	},
+	{
+		Def: configdef.Def{Name: "ssl.principal.mapping.rules", Type: configdef.String, Default: "DEFAULT", Check: checkPrincipalRules,
+			Doc: "A list of rules for mapping from distinguished name from the client certificate to short name. The rules are evaluated in order and the first rule that matches a principal name is used to map it to a short name. Any later rules in the list are ignored. By default, distinguished name of the X.500 certificate will be the principal. For more details on the format please see <a href=\"#security_authz\"> security authorization and acls</a>. Note that this configuration is ignored if an extension of KafkaPrincipalBuilder is provided by the <code>principal.builder.class</code> configuration."},
+		field:       func(c *Config) any { return &c.SSLPrincipalMappingRules },
+		perListener: true,
+		note:        "`RULE:pattern/replacement/` (then `L` or `U` to change the case) and `DEFAULT`, comma-separated, as Kafka's; patterns are Go (RE2) regular expressions",
+	},
+	{
+		Def: configdef.Def{Name: "sasl.enabled.mechanisms", Type: configdef.List, Default: "GSSAPI",
+			Doc: "The list of SASL mechanisms enabled in the Kafka server. The list may contain any mechanism for which a security provider is available. Only GSSAPI is enabled by default."},
+		field:       func(c *Config) any { return &c.SASLEnabledMechanisms },
+		perListener: true,
+		note:        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, the default, and OAUTHBEARER are refused on a SASL listener)",
+	},
+	{
+		Def: configdef.Def{Name: "sasl.jaas.config", Type: configdef.Password, NullDefault: true,
+			Doc: "JAAS login context parameters for SASL connections in the format used by JAAS configuration files. JAAS configuration file format is described <a href=\"https://docs.oracle.com/javase/8/docs/technotes/guides/security/jgss/tutorials/LoginConfigFile.html\">here</a>. The format for the value is: <code>loginModuleClass controlFlag (optionName=optionValue)*;</code>. For brokers, the config must be prefixed with listener prefix and SASL mechanism name in lower-case. For example, listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=com.example.ScramLoginModule required;"},
+		field:        func(c *Config) any { return &c.SASLJAASConfig },
+		perListener:  true,
+		perMechanism: true,
+		note:         "`listener.name.<l>.plain.sasl.jaas.config=...PlainLoginModule required user_alice=\"alice-secret\";` names PLAIN's users; kcompatd also reads it unprefixed or with only the listener prefix (Kafka ignores those on a broker)",
+	},
+	{
+		Def: configdef.Def{Name: "sasl.server.max.receive.size", Type: configdef.Int, Default: "524288", Range: configdef.AtLeast(1),
+			Doc: "The maximum receive size allowed before and during initial SASL authentication. Default receive size is 512KB. GSSAPI limits requests to 64K, but we allow upto 512KB by default for custom SASL mechanisms. In practice, PLAIN, SCRAM and OAUTH mechanisms can use much smaller limits."},
+		field: func(c *Config) any { return &c.SASLServerMaxReceiveSize },
+		note:  "a larger frame before authentication closes the connection",
+	},
+	{
+		Def: configdef.Def{Name: "kcompatd.scram.users", Type: configdef.Password, NullDefault: true, Check: checkScramUsers,
+			Doc: "kcompatd's own: SCRAM credentials to create at start-up, as kafka-storage format --add-scram takes them: MECHANISM=[name=NAME,password=PASSWORD[,iterations=N]],..."},
+		field: func(c *Config) any { return &c.SCRAMUsers },
+		note:  "e.g. `SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-512=[name=bob,password=bob-secret,iterations=8192]`: stored salted in the data dir at start-up (kept as they are when the password still matches); the users then authenticate on SASL listeners with SCRAM",
 	},
 	{
 		Def: configdef.Def{Name: "node.id", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(0),
@@ -725,7 +912,18 @@ func ParseConfig(props map[string]string) (Config, []ConfigWarning, error) {
 		c.LogDefaults = logDefaults
 	}
 	var warnings []ConfigWarning
-	for name := range props {
+	for name, v := range props {
+		if p := listenerProperty(name); p != nil {
+			if err := p.set(&Config{}, v); err != nil {
+				errs = append(errs, &ConfigError{Property: name, Value: v, Reason: err.Error()})
+				continue
+			}
+			if c.ListenerProperties == nil {
+				c.ListenerProperties = map[string]string{}
+			}
+			c.ListenerProperties[name] = v
+			continue
+		}
 		switch {
 		case propertyByName[name] != nil, partition.IsBrokerLogConfig(name):
 		case singleNodeProperties[name]:
@@ -810,6 +1008,9 @@ func (p *property) get(c *Config) string {
 	switch f := p.field(c).(type) {
 	case *string:
 		v.Text = *f
+		if p.Type == configdef.List {
+			v.List = configdef.SplitList(*f)
+		}
 	case *bool:
 		v.Bool = *f
 	case *int32:
@@ -822,8 +1023,15 @@ func (p *property) get(c *Config) string {
 	if p.Type == configdef.List {
 		v.List = configdef.SplitList(v.Text)
 	}
+	if p.Type == configdef.Password && v.Text != "" {
+		return hiddenPassword
+	}
 	return p.Print(v)
 }
+
+// hiddenPassword is how a PASSWORD property's value is printed, as
+// Kafka's Password.toString prints it.
+const hiddenPassword = "[hidden]"
 
 // Properties returns the effective configuration by Kafka's property
 // names (synonyms left out), sorted by name: what --check-config prints.
@@ -834,6 +1042,12 @@ func (c *Config) Properties() [][2]string {
 	}
 	for _, b := range partition.BrokerLogConfigs() {
 		out = append(out, [2]string{b.Name, c.logDefault(b)})
+	}
+	for name, v := range c.ListenerProperties {
+		if p := listenerProperty(name); p != nil && p.Type == configdef.Password && v != "" {
+			v = hiddenPassword
+		}
+		out = append(out, [2]string{name, v})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
@@ -871,9 +1085,7 @@ func (c *Config) validate() []*ConfigError {
 			errs = append(errs, &ConfigError{Property: p.Name, Reason: reason})
 		}
 	}
-	if _, err := c.resolveListeners(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.validateListeners()...)
 	logDefaults, logErrs := partition.ParseBrokerLogConfigs(c.LogDefaults)
 	for _, err := range logErrs {
 		errs = append(errs, asConfigError(err))
@@ -1019,6 +1231,20 @@ func checkAdminListener(c *Config) string {
 	return ""
 }
 
+func checkPrincipalRules(_ string, v configdef.Value) string {
+	if _, err := protocol.ParsePrincipalMappingRules(v.Text); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func checkScramUsers(_ string, v configdef.Value) string {
+	if _, err := parseScramUsers(v.Text); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 func checkKafkaVersion(c *Config) string {
 	if c.KafkaVersion != "" && kversion.FromString(c.KafkaVersion) == nil {
 		return `must be a Kafka release such as "3.5", "2.8.1" or "0.11.0"`
@@ -1062,13 +1288,34 @@ func parseEndpoints(s string) ([]endpoint, error) {
 	return out, nil
 }
 
-// listenerPlan is what New needs to open and advertise the listener.
-type listenerPlan struct {
-	bind       *endpoint // nil when Config.Listener is set
-	advertised *endpoint // nil: advertise the bound address
-	skipped    []string  // controller listeners left out
+// listenerSpec is one client listener as New opens and advertises it.
+type listenerSpec struct {
+	name     string
+	protocol protocol.SecurityProtocol
+	bind     *endpoint // nil when Config.Listener is set
+	// advertised is its advertised.listeners entry; nil: advertise the
+	// bound address.
+	advertised *endpoint
 }
 
+// listenerPlan is what New needs to open and advertise the listeners.
+type listenerPlan struct {
+	listeners []listenerSpec // in listeners order; one with Config.Listener
+	skipped   []string       // controller listeners left out
+}
+
+// Names of the listener properties, which the rules below name in their
+// errors.
+const (
+	nameListeners           = "listeners"
+	nameAdvertisedListeners = "advertised.listeners"
+	nameProtocolMap         = "listener.security.protocol.map"
+)
+
+// resolveListeners checks listeners, listener.security.protocol.map and
+// advertised.listeners together, as KafkaConfig does: listener names
+// unique, each mapped to a security protocol, ports distinct, advertised
+// names a subset of the listeners' and no advertised 0.0.0.0.
 func (c *Config) resolveListeners() (listenerPlan, *ConfigError) {
 	var plan listenerPlan
 	fail := func(prop, reason string) (listenerPlan, *ConfigError) {
@@ -1078,73 +1325,87 @@ func (c *Config) resolveListeners() (listenerPlan, *ConfigError) {
 	for _, n := range configdef.SplitList(c.ControllerListenerNames) {
 		controllers[strings.ToUpper(n)] = true
 	}
-	protocols := map[string]string{}
+	protocols := map[string]protocol.SecurityProtocol{}
 	for _, item := range configdef.SplitList(c.ListenerSecurityProtocolMap) {
 		name, proto, ok := strings.Cut(item, ":")
 		if !ok || strings.TrimSpace(name) == "" {
-			return fail("listener.security.protocol.map", fmt.Sprintf("%q is not of the form NAME:PROTOCOL", item))
+			return fail(nameProtocolMap, fmt.Sprintf("%q is not of the form NAME:PROTOCOL", item))
 		}
-		protocols[strings.ToUpper(strings.TrimSpace(name))] = strings.ToUpper(strings.TrimSpace(proto))
+		sp, err := protocol.ParseSecurityProtocol(strings.TrimSpace(proto))
+		if err != nil {
+			return fail(nameProtocolMap, err.Error())
+		}
+		protocols[strings.ToUpper(strings.TrimSpace(name))] = sp
 	}
 
-	name := ""
 	if c.Listener == nil {
 		eps, err := parseEndpoints(c.Listeners)
 		if err != nil {
-			return fail("listeners", err.Error())
+			return fail(nameListeners, err.Error())
 		}
-		var client []endpoint
+		ports := map[int]string{}
 		for _, ep := range eps {
 			if controllers[ep.name] {
 				plan.skipped = append(plan.skipped, ep.name)
 				continue
 			}
-			client = append(client, ep)
+			proto, ok := protocols[ep.name]
+			if !ok {
+				return fail(nameListeners, fmt.Sprintf("no security protocol for listener %s in %s", ep.name, nameProtocolMap))
+			}
+			if other, dup := ports[ep.port]; dup && ep.port != 0 {
+				return fail(nameListeners, fmt.Sprintf("each listener must have a different port: %s and %s both use %d", other, ep.name, ep.port))
+			}
+			ports[ep.port] = ep.name
+			plan.listeners = append(plan.listeners, listenerSpec{name: ep.name, protocol: proto, bind: &ep})
 		}
-		if len(client) != 1 {
-			return fail("listeners", fmt.Sprintf("kcompatd serves exactly one client listener, got %d", len(client)))
+		if len(plan.listeners) == 0 {
+			return fail(nameListeners, "no client listener (every listener is a controller listener)")
 		}
-		ep := client[0]
-		proto, ok := protocols[ep.name]
-		if !ok {
-			return fail("listeners", fmt.Sprintf("no security protocol for listener %s in listener.security.protocol.map", ep.name))
-		}
-		if proto != "PLAINTEXT" {
-			return fail("listeners", fmt.Sprintf("listener %s uses %s; kcompatd supports only PLAINTEXT", ep.name, proto))
-		}
-		plan.bind = &ep
-		name = ep.name
 	}
 
+	var advertised []endpoint
 	if strings.TrimSpace(c.AdvertisedListeners) != "" {
 		eps, err := parseEndpoints(c.AdvertisedListeners)
 		if err != nil {
-			return fail("advertised.listeners", err.Error())
+			return fail(nameAdvertisedListeners, err.Error())
 		}
-		var match []endpoint
 		for _, ep := range eps {
 			if controllers[ep.name] {
 				continue
 			}
-			if name == "" || ep.name == name {
-				match = append(match, ep)
+			if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
+				return fail(nameAdvertisedListeners, "cannot advertise the non-routable address "+ep.host)
 			}
+			advertised = append(advertised, ep)
 		}
-		if len(match) != 1 {
-			if name == "" {
-				return fail("advertised.listeners", "with an open Listener it must hold exactly one client listener")
-			}
-			return fail("advertised.listeners", fmt.Sprintf("no entry for listener %s", name))
+	}
+	if c.Listener != nil {
+		// A listener handed in by a Go test: PLAINTEXT, named by its one
+		// advertised entry if there is one.
+		spec := listenerSpec{name: string(protocol.Plaintext), protocol: protocol.Plaintext}
+		switch len(advertised) {
+		case 0:
+		case 1:
+			spec.name, spec.advertised = advertised[0].name, &advertised[0]
+		default:
+			return fail(nameAdvertisedListeners, "with an open Listener it must hold exactly one client listener")
 		}
-		ep := match[0]
-		if ip := net.ParseIP(ep.host); ip != nil && ip.IsUnspecified() {
-			return fail("advertised.listeners", "cannot advertise the non-routable address "+ep.host)
+		plan.listeners = []listenerSpec{spec}
+		return plan, nil
+	}
+	for i := range advertised {
+		ep := &advertised[i]
+		j := slices.IndexFunc(plan.listeners, func(l listenerSpec) bool { return l.name == ep.name })
+		if j < 0 {
+			return fail(nameAdvertisedListeners, fmt.Sprintf("listener %s is not in %s: advertised.listeners listener names must be equal to or a subset of the ones defined in listeners", ep.name, nameListeners))
 		}
-		plan.advertised = &ep
-	} else if plan.bind != nil {
-		if ip := net.ParseIP(plan.bind.host); ip != nil && ip.IsUnspecified() {
+		plan.listeners[j].advertised = ep
+	}
+	for _, l := range plan.listeners {
+		if ip := net.ParseIP(l.bind.host); l.advertised == nil && ip != nil && ip.IsUnspecified() {
 			// Kafka refuses the same: clients cannot connect to 0.0.0.0.
-			return fail("advertised.listeners", "must be set when listeners binds the non-routable address "+plan.bind.host)
+			return fail(nameAdvertisedListeners, fmt.Sprintf("must be set for listener %s, which binds the non-routable address %s", l.name, l.bind.host))
 		}
 	}
 	return plan, nil

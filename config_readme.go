@@ -28,7 +28,11 @@ func readmeTables() map[string]string {
 		if def == "" {
 			def = codeOrEmpty(p.Default)
 		}
-		row(&broker, withSynonyms(p.Name, p.synonyms), def, p.note)
+		name := withSynonyms(p.Name, p.synonyms)
+		if p.perListener {
+			name += " (per listener)"
+		}
+		row(&broker, name, def, p.note)
 	}
 
 	row(&logDefaults, "property", "default", "meaning")

@@ -248,8 +248,10 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Fatalf("got %d errors (%v), want 1", len(errs), err)
 			}
 			// listeners problems may be reported against the
-			// advertised listener they leave without a match.
-			if prop := errs[0].Property; prop != tt.key && !strings.HasSuffix(prop, "listeners") {
+			// advertised listener they leave without a match, or
+			// against the listener's settings (an SSL listener
+			// without a key store).
+			if prop := errs[0].Property; prop != tt.key && !strings.HasSuffix(prop, "listeners") && !strings.HasPrefix(prop, "listener.name.") {
 				t.Errorf("error names %s, want %s", prop, tt.key)
 			}
 			if errs[0].Value == "" && tt.key == errs[0].Property && tt.value != "" {
@@ -339,7 +341,7 @@ func TestResolveListeners(t *testing.T) {
 			if cerr != nil {
 				t.Fatal(cerr)
 			}
-			h, p, err := advertisedAddr(plan, ln.Addr())
+			h, p, err := advertisedAddr(plan.listeners[0], ln.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,10 +402,11 @@ func TestParseConfigKafkaSampleFile(t *testing.T) {
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
-	if *plan.bind != (endpoint{name: "PLAINTEXT", host: "", port: 9092}) ||
-		*plan.advertised != (endpoint{name: "PLAINTEXT", host: "localhost", port: 9092}) ||
+	if len(plan.listeners) != 1 ||
+		*plan.listeners[0].bind != (endpoint{name: "PLAINTEXT", host: "", port: 9092}) ||
+		*plan.listeners[0].advertised != (endpoint{name: "PLAINTEXT", host: "localhost", port: 9092}) ||
 		!reflect.DeepEqual(plan.skipped, []string{"CONTROLLER"}) {
-		t.Errorf("listener plan %+v %+v %v", *plan.bind, *plan.advertised, plan.skipped)
+		t.Errorf("listener plan %+v", plan)
 	}
 	if c.LogDirs != "/tmp/kraft-combined-logs" || c.TopicDefaults().RetentionMs != 168*3600000 {
 		t.Errorf("config %+v", c)

@@ -11,9 +11,11 @@ require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
+	golang.org/x/crypto v0.11.0 // indirect
 	golang.org/x/sys v0.29.0 // indirect
 )

@@ -26,6 +26,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,8 +43,12 @@ import (
 
 // Broker is a running kcompatd broker.
 type Broker struct {
-	log    zerolog.Logger
-	lns    []net.Listener // lns[0] is Addr; more when a host name has several addresses
+	log zerolog.Logger
+	// lns are the listening sockets in listeners order: lns[0] is Addr;
+	// a listener has more than one when its host name has several
+	// addresses. lnOf names the listener each serves.
+	lns    []net.Listener
+	lnOf   map[net.Listener]*protocol.Listener
 	server *protocol.Server
 	groups *coordinator.Coordinator
 	txns   *coordinator.TxnCoordinator
@@ -99,23 +104,40 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		versions = kversion.FromString(cfg.KafkaVersion)
 	}
 
-	lns := []net.Listener{cfg.Listener}
-	if cfg.Listener == nil {
-		var err error
-		if lns, err = listen(plan.bind.host, plan.bind.port, log); err != nil {
-			return nil, fmt.Errorf("kcompatd: opening listener %s: %w", cfg.Listeners, err)
-		}
+	served, lerrs := cfg.buildListeners(plan)
+	if len(lerrs) > 0 { // Validate already checked; kept for safety
+		return nil, joinConfigErrors(lerrs)
 	}
+	var lns []net.Listener                        // every socket, in listeners order
+	lnOf := map[net.Listener]*protocol.Listener{} // the listener each serves
 	closeListeners := func() {
 		for _, ln := range lns {
 			ln.Close()
 		}
 	}
-	advHost, advPort, err := advertisedAddr(plan, lns[0].Addr())
-	if err != nil {
-		closeListeners()
-		return nil, err
+	for i, spec := range plan.listeners {
+		opened := []net.Listener{cfg.Listener}
+		if cfg.Listener == nil {
+			var err error
+			if opened, err = listen(spec.bind.host, spec.bind.port, log); err != nil {
+				closeListeners()
+				return nil, fmt.Errorf("kcompatd: opening listener %s: %w", spec.name, err)
+			}
+		}
+		lns = append(lns, opened...)
+		host, port, err := advertisedAddr(spec, opened[0].Addr())
+		if err != nil {
+			closeListeners()
+			return nil, err
+		}
+		l := served[i]
+		l.AdvertisedHost, l.AdvertisedPort = host, int32(port)
+		for _, ln := range opened {
+			lnOf[ln] = l
+		}
 	}
+	first := served[0]
+	advHost, advPort := first.AdvertisedHost, int(first.AdvertisedPort)
 
 	logDefaults, err := partition.BrokerDefaults(cfg.LogDefaults) // Validate checked them
 	if err != nil {
@@ -145,6 +167,16 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		store.Close()
 		closeListeners()
 		return nil, err
+	}
+
+	if cfg.SCRAMUsers != "" {
+		n, err := bootstrapScramUsers(store, cfg.SCRAMUsers)
+		if err != nil {
+			store.Close()
+			closeListeners()
+			return nil, fmt.Errorf("kcompatd: storing kcompatd.scram.users: %w", err)
+		}
+		log.Info().Int("stored", n).Msg("SCRAM users from the configuration")
 	}
 
 	groups, err := coordinator.New(coordinator.Config{
@@ -194,25 +226,27 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		rack = &cfg.BrokerRack
 	}
 	server, err := protocol.NewServer(protocol.Config{
-		NodeID:                   cfg.NodeID,
-		AdvertisedHost:           advHost,
-		AdvertisedPort:           int32(advPort),
-		Rack:                     rack,
-		MaxRequestBytes:          cfg.SocketRequestMaxBytes,
-		QueuedMaxRequestBytes:    queuedMaxRequestBytes(cfg.QueuedMaxRequestBytes),
-		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
-		NumPartitions:            cfg.NumPartitions,
-		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
-		DeleteTopicEnable:        cfg.DeleteTopicEnable,
-		Versions:                 versions,
-		BrokerConfigs:            cfg.brokerConfigs(),
-		Clock:                    clk,
-		Logger:                   log,
-		Groups:                   groups,
-		Txns:                     txns,
-		VerifyTxnPartition:       txns.VerifyProducePartition,
-		Connections:              &limits,
-		Faults:                   faults,
+		NodeID:                    cfg.NodeID,
+		AdvertisedHost:            advHost,
+		AdvertisedPort:            int32(advPort),
+		Rack:                      rack,
+		MaxRequestBytes:           cfg.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes:     queuedMaxRequestBytes(cfg.QueuedMaxRequestBytes),
+		AutoCreateTopics:          cfg.AutoCreateTopicsEnable,
+		NumPartitions:             cfg.NumPartitions,
+		DefaultReplicationFactor:  int16(cfg.DefaultReplicationFactor),
+		DeleteTopicEnable:         cfg.DeleteTopicEnable,
+		Versions:                  versions,
+		BrokerConfigs:             cfg.brokerConfigs(),
+		Clock:                     clk,
+		Logger:                    log,
+		Groups:                    groups,
+		Txns:                      txns,
+		VerifyTxnPartition:        txns.VerifyProducePartition,
+		Connections:               &limits,
+		Faults:                    faults,
+		SASLMaxReceiveBytes:       cfg.SASLServerMaxReceiveSize,
+		FailedAuthenticationDelay: failedAuthenticationDelayMs * time.Millisecond,
 	}, store)
 	if err != nil {
 		txns.Close()
@@ -238,6 +272,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		cleaner:    logCleaner,
 		log:        log,
 		lns:        lns,
+		lnOf:       lnOf,
 		server:     server,
 		groups:     groups,
 		txns:       txns,
@@ -262,7 +297,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		b.serveWG.Add(1)
 		go func() {
 			defer b.serveWG.Done()
-			if err := server.Serve(ln); err != nil {
+			if err := server.ServeListener(ln, lnOf[ln]); err != nil {
 				b.stopServing(err)
 			}
 		}()
@@ -282,7 +317,12 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if b.admin != nil {
 		ev = ev.Str("admin", b.admin.ln.Addr().String())
 	}
+	listening := zerolog.Dict() // each listener's first socket
+	for _, l := range served {
+		listening = listening.Str(l.Name, b.ListenerAddr(l.Name).String())
+	}
 	ev.Str("addr", lns[0].Addr().String()).
+		Dict("listener_addrs", listening).
 		Str("advertised", b.advertised).
 		Str("log_dir", configdef.SplitList(cfg.LogDirs)[0]).
 		Int32("node_id", cfg.NodeID).
@@ -357,12 +397,12 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// advertisedAddr picks what Metadata tells clients: advertised.listeners
-// when set (port 0 meaning the bound port, as in Kafka), else the bound
-// listener's configured host (its IP when the listener was handed in) and
-// actual port. An empty host means this machine's host name, as Kafka
-// uses its canonical host name.
-func advertisedAddr(plan listenerPlan, bound net.Addr) (string, int, error) {
+// advertisedAddr picks what Metadata tells clients of a listener: its
+// advertised.listeners entry when set (port 0 meaning the bound port, as
+// in Kafka), else the bound listener's configured host (its IP when the
+// listener was handed in) and actual port. An empty host means this
+// machine's host name, as Kafka uses its canonical host name.
+func advertisedAddr(plan listenerSpec, bound net.Addr) (string, int, error) {
 	boundHost, boundPortText, err := net.SplitHostPort(bound.String())
 	if err != nil {
 		return "", 0, fmt.Errorf("kcompatd: listener address %s: %w", bound, err)
@@ -389,9 +429,20 @@ func advertisedAddr(plan listenerPlan, bound net.Addr) (string, int, error) {
 	return host, port, nil
 }
 
-// Addr is the address the broker listens on (with the actual port when
-// the configured one was 0).
+// Addr is the address the broker's first listener listens on (with the
+// actual port when the configured one was 0).
 func (b *Broker) Addr() net.Addr { return b.lns[0].Addr() }
+
+// ListenerAddr is the address the listener named name (as in listeners,
+// any case) listens on, nil if there is none.
+func (b *Broker) ListenerAddr(name string) net.Addr {
+	for _, ln := range b.lns {
+		if strings.EqualFold(b.lnOf[ln].Name, name) {
+			return ln.Addr()
+		}
+	}
+	return nil
+}
 
 // AdvertisedAddr is the host:port Metadata gives clients.
 func (b *Broker) AdvertisedAddr() string { return b.advertised }

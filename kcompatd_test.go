@@ -263,6 +263,11 @@ func rawMetadata(addr string) error {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return rawMetadataOn(conn)
+}
+
+// rawMetadataOn is rawMetadata over an open connection.
+func rawMetadataOn(conn net.Conn) error {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 1
 	frame := []byte{0, 0, 0, 0}

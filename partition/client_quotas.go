@@ -172,10 +172,7 @@ func (s *Store) AlterClientQuotas(changes []ClientQuotaChange) error {
 	}
 	s.quotas.mu.Lock()
 	defer s.quotas.mu.Unlock()
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
+	if s.isClosed() {
 		return ErrClosed
 	}
 	next := make(map[string]ClientQuota, len(s.quotas.entities))

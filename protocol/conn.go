@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,12 +59,13 @@ const readChunk = 1 << 20
 
 // conn is one client connection.
 type conn struct {
-	s      *Server
-	nc     net.Conn
-	remote net.Addr
-	log    zerolog.Logger
-	ctx    context.Context // cancelled when the connection ends or the server closes
-	cancel context.CancelFunc
+	s        *Server
+	listener *Listener // the listener it came in on
+	nc       net.Conn  // wrapped in TLS on SSL and SASL_SSL listeners
+	remote   net.Addr
+	log      zerolog.Logger
+	ctx      context.Context // cancelled when the connection ends or the server closes
+	cancel   context.CancelFunc
 	// pollCtx is ctx, also cancelled with cause errPeerEOF once the peer
 	// stops sending. A Fetch long poll waits on it, so it answers early
 	// (with what it has) for a peer that went away; every other request
@@ -88,6 +90,18 @@ type conn struct {
 	writev bool
 	splice fetchSplicer
 
+	// sasl is the authentication of a connection on a SASL listener
+	// (nil on others), owned by serveLoop; saslPending is true until it
+	// is done, for the reader's smaller frame bound.
+	sasl        *saslState
+	saslPending atomic.Bool
+
+	// principal is who the peer authenticated as (User:ANONYMOUS
+	// until it does): set by the reader after the TLS handshake, before
+	// it hands over a frame, and by serveLoop when SASL completes; an
+	// atomic so that others (ACLs, tests) may read it at any time.
+	principal atomic.Pointer[string]
+
 	ip netip.Addr // the peer's, as counted in s.quotas
 	// active is when the connection last received bytes, or began
 	// serving or answering a request, in Unix nanoseconds of s.clock;
@@ -98,29 +112,36 @@ type conn struct {
 	pending  bool // serveLoop's request is not yet answered (requestDone)
 }
 
-// startConn registers nc, whose quota slot for ip is taken, and starts its
-// goroutines; false if the server is closing.
-func (s *Server) startConn(nc net.Conn, ip netip.Addr) bool {
+// startConn registers nc, accepted on l, whose quota slot for ip is
+// taken, and starts its goroutines; false if the server is closing.
+func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &conn{
-		s:      s,
-		nc:     nc,
-		remote: nc.RemoteAddr(),
-		ctx:    ctx,
-		cancel: cancel,
-		frames: make(chan []byte, 1),
-		queued: make(chan struct{}, 1),
-		ip:     ip,
-	}
-	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
-	c.touch()
 	if tc, ok := nc.(*net.TCPConn); ok {
-		c.writev = true
 		if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{
 			Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount,
 		}); err != nil {
 			s.log.Debug().Err(err).Msg("setting TCP keepalive failed")
 		}
+	}
+	nc = l.wrap(nc)
+	c := &conn{
+		s:        s,
+		listener: l,
+		nc:       nc,
+		remote:   nc.RemoteAddr(),
+		ctx:      ctx,
+		cancel:   cancel,
+		frames:   make(chan []byte, 1),
+		queued:   make(chan struct{}, 1),
+		ip:       ip,
+	}
+	c.setPrincipal(AnonymousPrincipal)
+	c.pollCtx, c.endPolls = context.WithCancelCause(ctx)
+	c.touch()
+	_, c.writev = nc.(*net.TCPConn)
+	if l.Protocol.UsesSASL() {
+		c.sasl = &saslState{}
+		c.saslPending.Store(true)
 	}
 	c.log = s.log.With().Str("remote", addrString(c.remote)).Logger()
 	s.mu.Lock()
@@ -163,6 +184,13 @@ func (c *conn) close() {
 // request of the connection.
 func (c *conn) readLoop() {
 	defer close(c.frames)
+	if err := c.handshakeTLS(); err != nil {
+		if c.ctx.Err() == nil {
+			c.log.Info().Err(err).Msg("closing connection: TLS handshake failed")
+		}
+		c.cancel()
+		return
+	}
 	br := bufio.NewReaderSize(activityReader{c}, 16<<10)
 	for {
 		frame, err := c.readRequest(br)
@@ -194,6 +222,13 @@ func (c *conn) readRequest(br *bufio.Reader) ([]byte, error) {
 	n, err := readFrameSize(br, c.s.cfg.MaxRequestBytes)
 	if err != nil {
 		return nil, err
+	}
+	// Kafka's bound before authentication ("Failing SASL authentication
+	// due to invalid receive size"), checked once the size has arrived:
+	// a client sends its next request only after the answer that
+	// completed its authentication.
+	if c.saslPending.Load() && n > c.s.cfg.SASLMaxReceiveBytes {
+		return nil, fmt.Errorf("%w: %d before SASL authentication (max %d)", errFrameSize, n, c.s.cfg.SASLMaxReceiveBytes)
 	}
 	select {
 	case c.queued <- struct{}{}: // the frame before is taken
@@ -452,6 +487,9 @@ func (c *conn) serveRecovered(frame []byte) (err error) {
 // serve decodes one frame, runs its handler and writes the response. A
 // returned error closes the connection.
 func (c *conn) serve(frame []byte) error {
+	if c.sasl != nil && c.sasl.stage != saslDone {
+		return c.serveSASL(frame)
+	}
 	h, a, req, err := decodeRequest(c.s.table, frame)
 	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {
 		cid := ""
@@ -485,6 +523,7 @@ func (c *conn) serve(frame []byte) error {
 		Remote:        c.remote,
 		Body:          req,
 		log:           &c.log,
+		listener:      c.listener,
 	}
 	resp, err := c.callWithFaults(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool
@@ -673,3 +712,39 @@ func apiVersionsUnsupported(a api) kmsg.Response {
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: a.advertisedMin, MaxVersion: a.max}}
 	return resp
 }
+
+// handshakeTLS runs the TLS handshake of an SSL or SASL_SSL connection
+// and takes the principal from a verified client certificate. The idle
+// sweeper bounds a handshake that stalls (the connection counts as active
+// only when bytes arrive).
+func (c *conn) handshakeTLS() error {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	if err := tc.HandshakeContext(c.ctx); err != nil {
+		return err
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
+		return nil // no client certificate: ANONYMOUS
+	}
+	dn, err := DistinguishedName(st.PeerCertificates[0].RawSubject)
+	if err != nil {
+		return err
+	}
+	name := dn
+	if c.listener.Principal != nil {
+		if name, err = c.listener.Principal(dn); err != nil {
+			return err
+		}
+	}
+	c.setPrincipal("User:" + name)
+	c.log.Debug().Str("principal", c.Principal()).Msg("TLS client authenticated")
+	return nil
+}
+
+// Principal is who the peer is authenticated as, User:ANONYMOUS if no one.
+func (c *conn) Principal() string { return *c.principal.Load() }
+
+func (c *conn) setPrincipal(p string) { c.principal.Store(&p) }

@@ -58,8 +58,7 @@ func handleDescribeCluster(s *Server, r *Request) (kmsg.Response, error) {
 	resp.ControllerID = s.cfg.NodeID
 	b := kmsg.NewDescribeClusterResponseBroker()
 	b.NodeID = s.cfg.NodeID
-	b.Host = s.cfg.AdvertisedHost
-	b.Port = s.cfg.AdvertisedPort
+	b.Host, b.Port = s.advertisedFor(r)
 	b.Rack = s.cfg.Rack
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
 	if req.IncludeClusterAuthorizedOperations {

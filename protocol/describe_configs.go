@@ -390,6 +390,13 @@ func (v configView) brokerEntry(name string, perBroker, withSynonyms, docs bool)
 	c.ConfigType = kmsg.ConfigType(configdef.String)
 	if st, ok := v.static[name]; ok {
 		c.ConfigType = kmsg.ConfigType(st.Type)
+		if st.Type == configdef.Password {
+			// Kafka's ConfigHelper: a sensitive value is never sent.
+			c.IsSensitive, c.Value = true, nil
+			for i := range c.ConfigSynonyms {
+				c.ConfigSynonyms[i].Value = nil
+			}
+		}
 	}
 	if docs {
 		doc := v.static[name].Doc

@@ -550,8 +550,7 @@ func (s *Server) fillFetchTopics(resp *kmsg.FetchResponse, p *fetchParams, resul
 	if nameLeader && p.version >= 16 {
 		b := kmsg.NewFetchResponseBroker()
 		b.NodeID = s.cfg.NodeID
-		b.Host = s.cfg.AdvertisedHost
-		b.Port = s.cfg.AdvertisedPort
+		b.Host, b.Port = s.advertisedFor(p.r)
 		b.Rack = s.cfg.Rack
 		resp.Brokers = append(resp.Brokers, b)
 	}

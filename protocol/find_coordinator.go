@@ -44,18 +44,18 @@ func handleFindCoordinator(s *Server, r *Request) (kmsg.Response, error) {
 		keyType = coordinatorGroup
 	}
 	if r.Version < 4 {
-		c := s.findCoordinator(keyType, req.CoordinatorKey)
+		c := s.findCoordinator(r, keyType, req.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		return resp, nil
 	}
 	for _, k := range req.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, s.findCoordinator(keyType, k))
+		resp.Coordinators = append(resp.Coordinators, s.findCoordinator(r, keyType, k))
 	}
 	return resp, nil
 }
 
-func (s *Server) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (s *Server) findCoordinator(r *Request, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1}
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
 		c.ErrorCode = e.Code
@@ -81,7 +81,6 @@ func (s *Server) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorR
 		return fail(kerr.InvalidRequest, "Unsupported key type.")
 	}
 	c.NodeID = s.cfg.NodeID
-	c.Host = s.cfg.AdvertisedHost
-	c.Port = s.cfg.AdvertisedPort
+	c.Host, c.Port = s.advertisedFor(r)
 	return c
 }

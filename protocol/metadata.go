@@ -122,10 +122,11 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
+	host, port := s.advertisedFor(r)
 	resp.Brokers = []kmsg.MetadataResponseBroker{{
 		NodeID: s.cfg.NodeID,
-		Host:   s.cfg.AdvertisedHost,
-		Port:   s.cfg.AdvertisedPort,
+		Host:   host,
+		Port:   port,
 		Rack:   s.cfg.Rack,
 	}}
 	clusterID := s.store.ClusterID()

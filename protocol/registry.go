@@ -19,6 +19,10 @@ type Request struct {
 	Remote        net.Addr
 	Body          kmsg.Request
 
+	// listener is the listener the request came in on (nil in tests
+	// that build a Request: the server's default listener).
+	listener *Listener
+
 	// bufs are pooled buffers the response refers to (Fetch's record
 	// bytes), recycled once the response is written.
 	bufs [][]byte

@@ -134,6 +134,15 @@ type Config struct {
 	// error code to answer the partition with. Nil: Txns's
 	// VerifyProducePartition.
 	VerifyTxnPartition func(transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) int16
+	// SASLMaxReceiveBytes bounds a frame before a SASL client has
+	// authenticated (sasl.server.max.receive.size, default 524288); zero
+	// means the default.
+	SASLMaxReceiveBytes int32
+	// FailedAuthenticationDelay is how long a failed authentication waits
+	// before it is answered and the connection closed
+	// (connection.failed.authentication.delay.ms, 100 ms); zero means
+	// the default, negative none.
+	FailedAuthenticationDelay time.Duration
 	// Txns is the transaction coordinator, required (NewServer fails
 	// without it), owned by the caller as Groups is; VerifyTxnPartition
 	// (if nil) is its check.
@@ -216,6 +225,10 @@ type Server struct {
 	// derived from idle, set by tests before serving.
 	writeStep time.Duration
 
+	// saslSecret keys the made-up SCRAM credentials of unknown users
+	// (scram.go) and PLAIN's dummy password.
+	saslSecret []byte
+
 	// wg counts every goroutine the server starts (see goroutine), so
 	// Close can wait for all of them.
 	wg sync.WaitGroup
@@ -248,6 +261,12 @@ func NewServer(cfg Config, store *partition.Store) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.SASLMaxReceiveBytes <= 0 {
+		cfg.SASLMaxReceiveBytes = DefaultSASLMaxReceiveBytes
+	}
+	if cfg.FailedAuthenticationDelay == 0 {
+		cfg.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
+	}
 	if cfg.QueuedMaxRequestBytes == 0 {
 		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
@@ -273,6 +292,8 @@ func NewServer(cfg Config, store *partition.Store) (*Server, error) {
 		reqMem:    newRequestMemory(cfg.QueuedMaxRequestBytes, cfg.Logger),
 		idle:      limits.idleTimeout(),
 		writeStep: writeStepFor(limits.idleTimeout()),
+
+		saslSecret: newSASLSecret(),
 	}
 	s.quotas.log = cfg.Logger
 	s.fetchSessions = newFetchSessions(cfg)
@@ -307,10 +328,22 @@ func servedVersions(vs *kversion.Versions) map[int16]api {
 	return t
 }
 
-// Serve accepts connections on ln until Close; it returns nil after Close,
-// or the listener's error if it fails for good. Temporary accept errors
-// (too many open files) are retried with a backoff.
+// Serve accepts connections on ln until Close, as a PLAINTEXT listener
+// advertising Config.AdvertisedHost and AdvertisedPort; see ServeListener.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, s.defaultListener())
+}
+
+// ServeListener accepts connections on ln until Close, serving them as the
+// listener l says (security protocol, advertised address); it returns nil
+// after Close, or the listener's error if it fails for good (or l is not
+// servable). Temporary accept errors (too many open files) are retried with
+// a backoff.
+func (s *Server) ServeListener(ln net.Listener, l *Listener) error {
+	if err := l.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -325,7 +358,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 	}()
 
-	s.log.Info().Str("addr", ln.Addr().String()).Msg("listening")
+	s.log.Info().Str("addr", ln.Addr().String()).Str("listener", l.Name).Str("security_protocol", string(l.Protocol)).Msg("listening")
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -366,7 +399,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return nil // closing
 		}
-		if !s.startConn(nc, ip) {
+		if !s.startConn(nc, ip, l) {
 			nc.Close()
 			s.quotas.release(ip)
 			return nil

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcompatd/kcompatd/integration/harness"
 )
@@ -181,22 +185,42 @@ func TestFranzGoSuite(t *testing.T) {
 	}
 
 	dataDir := t.TempDir()
+	// A SASL_PLAINTEXT listener with SCRAM-SHA-256 beside PLAINTEXT, for
+	// TestSCRAMAuth and TestSCRAMAuthBadCredentials (KGO_TEST_SCRAM_SEEDS).
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saslPort, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saslAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(saslPort))
 	b, err := harness.Start(harness.Options{
 		Binary:  bin,
 		DataDir: dataDir,
-		// franz-go's tests create topics of up to 31 partitions and rely
-		// on auto-creation in a few places, as against a default Kafka.
-		Configs: []string{"auto.create.topics.enable=true"},
-		Logf:    func(string, ...any) {}, // kept in b.Output() for failures
+		Port:    port,
+		Configs: []string{
+			// franz-go's tests create topics of up to 31 partitions and
+			// rely on auto-creation in a few places, as against a
+			// default Kafka.
+			"auto.create.topics.enable=true",
+			"listeners=PLAINTEXT://127.0.0.1:" + strconv.Itoa(port) + ",SASL_PLAINTEXT://" + saslAddr,
+			"sasl.enabled.mechanisms=SCRAM-SHA-256",
+		},
+		Logf: func(string, ...any) {}, // kept in b.Output() for failures
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Kill() })
+	scramUser := createSCRAMUser(t, b.Addr)
 
 	env := append(os.Environ(),
 		"KGO_SEEDS="+b.Addr,
 		"KGO_TEST_RF=1",
+		"KGO_TEST_SCRAM_SEEDS="+saslAddr,
+		"KGO_TEST_SCRAM="+scramUser,
 	)
 	if os.Getenv("KGO_TEST_RECORDS") == "" {
 		env = append(env, "KGO_TEST_RECORDS=50000")
@@ -459,3 +483,27 @@ const notPassingHeading = `# franz-go ` + franzVersion + ` kgo tests that do not
 const skippingHeading = `# franz-go ` + franzVersion + ` kgo tests that skip against kcompatd, with the reason.
 # Format: TestName  # reason. Remove a line when the test runs and passes.
 `
+
+// createSCRAMUser creates a SCRAM-SHA-256 user with AlterUserScramCredentials
+// over the PLAINTEXT listener at addr, as franz-go's CI creates one against
+// Kafka, and returns it as KGO_TEST_SCRAM wants it: user:password:256.
+func createSCRAMUser(t *testing.T, addr string) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "kgo-scram", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "kgo-scram-secret"},
+	})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("creating the SCRAM user: %v", err)
+	}
+	return "kgo-scram:kgo-scram-secret:256"
+}

@@ -28,6 +28,9 @@ const (
 	Long    Type = 5
 	Double  Type = 6
 	List    Type = 7
+	// Password is a STRING whose value is secret: DescribeConfigs answers
+	// it as sensitive with no value, and printouts hide it.
+	Password Type = 9
 )
 
 // String is the type's name as Kafka's error messages spell it.
@@ -45,6 +48,8 @@ func (t Type) String() string {
 		return "DOUBLE"
 	case List:
 		return "LIST"
+	case Password:
+		return "PASSWORD"
 	}
 	return "UNKNOWN"
 }

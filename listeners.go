@@ -1,0 +1,176 @@
+package kcompatd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kcompatd/kcompatd/internal/configdef"
+
+	"github.com/kcompatd/kcompatd/protocol"
+)
+
+// Per-listener properties, Kafka's way (ListenerName.configPrefix and
+// KafkaConfig.valuesWithPrefixOverride): a property marked perListener in
+// the catalog is read for listener L from listener.name.<l>.<property>
+// (l is L in lower case) when given, else from <property>. One marked
+// perMechanism too is read for SASL mechanism M first from
+// listener.name.<l>.<m>.<property> (as Kafka reads
+// listener.name.<l>.<m>.sasl.jaas.config).
+
+// listenerPrefix is Kafka's prefix of listener name's overrides.
+func listenerPrefix(name string) string {
+	return "listener.name." + strings.ToLower(name) + "."
+}
+
+// listenerProperty returns the catalog property a listener.name.<l>.[<m>.]<property>
+// override is of, or nil if name is not one.
+func listenerProperty(name string) *property {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return nil
+	}
+	_, rest, ok = strings.Cut(rest, ".") // the listener name
+	if !ok {
+		return nil
+	}
+	if p := propertyByName[rest]; p != nil && p.perListener && p.Name == rest {
+		return p
+	}
+	if _, tail, ok := strings.Cut(rest, "."); ok { // a mechanism prefix
+		if p := propertyByName[tail]; p != nil && p.perMechanism && p.Name == tail {
+			return p
+		}
+	}
+	return nil
+}
+
+// listenerConfig is c as listener sees it, for SASL mechanism mechanism
+// ("" for none): each per-listener property set from its override, if
+// given. The overrides were checked by ParseConfig; one set in Go that
+// does not parse is reported by validateListeners.
+func (c *Config) listenerConfig(listener, mechanism string) (Config, []*ConfigError) {
+	lc := *c
+	var errs []*ConfigError
+	prefix := listenerPrefix(listener)
+	for i := range properties {
+		p := &properties[i]
+		if !p.perListener {
+			continue
+		}
+		names := []string{prefix + p.Name}
+		if p.perMechanism && mechanism != "" {
+			names = append(names, prefix+strings.ToLower(mechanism)+"."+p.Name)
+		}
+		for _, n := range names { // the more specific last, so it wins
+			v, ok := c.ListenerProperties[n]
+			if !ok {
+				continue
+			}
+			if err := p.set(&lc, v); err != nil {
+				errs = append(errs, &ConfigError{Property: n, Value: v, Reason: err.Error()})
+			}
+		}
+	}
+	return lc, errs
+}
+
+// validateListeners checks the listener properties together and, for each
+// listener, the per-listener properties as that listener sees them.
+func (c *Config) validateListeners() []*ConfigError {
+	plan, cerr := c.resolveListeners()
+	if cerr != nil {
+		return []*ConfigError{cerr}
+	}
+	_, errs := c.buildListeners(plan)
+	return errs
+}
+
+// buildListeners builds what the protocol server needs to serve each of
+// the plan's listeners, less the advertised address, which is known once
+// the listener is bound. It reports every problem of every listener.
+func (c *Config) buildListeners(plan listenerPlan) ([]*protocol.Listener, []*ConfigError) {
+	var out []*protocol.Listener
+	var errs []*ConfigError
+	for _, spec := range plan.listeners {
+		l := &protocol.Listener{Name: spec.name, Protocol: spec.protocol}
+		lc, lerrs := c.listenerConfig(spec.name, "")
+		errs = append(errs, lerrs...)
+		if len(lerrs) > 0 {
+			continue
+		}
+		for _, p := range properties {
+			if !p.perListener || p.check == nil {
+				continue
+			}
+			if reason := p.check(&lc); reason != "" {
+				errs = append(errs, &ConfigError{Property: listenerPrefix(spec.name) + p.Name, Reason: reason})
+			}
+		}
+		if spec.protocol.UsesTLS() {
+			if _, ok := c.ListenerProperties[listenerPrefix(spec.name)+c.propertyName(&c.SSLClientAuth)]; spec.protocol.UsesSASL() && !ok {
+				// KIP-684: on SASL_SSL only the listener's own
+				// ssl.client.auth applies.
+				lc.SSLClientAuth = "none"
+			}
+			tc, mapper, terrs := lc.serverTLS(spec.name)
+			errs = append(errs, terrs...)
+			if len(terrs) > 0 {
+				continue
+			}
+			l.TLS, l.Principal = tc, mapper.Map
+		}
+		if spec.protocol.UsesSASL() {
+			sc, serrs := c.serverSASL(spec.name, &lc)
+			errs = append(errs, serrs...)
+			if len(serrs) > 0 {
+				continue
+			}
+			l.SASL = sc
+		}
+		out = append(out, l)
+	}
+	return out, errs
+}
+
+// serverSASL builds a SASL listener's mechanisms from lc, the listener's
+// view of c: sasl.enabled.mechanisms, and for PLAIN the users of its
+// PlainLoginModule (listener.name.<l>.plain.sasl.jaas.config, else the
+// listener's or the broker's sasl.jaas.config).
+func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, []*ConfigError) {
+	var errs []*ConfigError
+	fail := func(prop *string, reason string) {
+		errs = append(errs, &ConfigError{Property: listenerPrefix(listener) + c.propertyName(prop), Reason: reason})
+	}
+	sc := &protocol.SASLConfig{}
+	for _, m := range configdef.SplitList(lc.SASLEnabledMechanisms) {
+		if !protocol.SupportedMechanism(m) {
+			fail(&c.SASLEnabledMechanisms, fmt.Sprintf("mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m))
+			continue
+		}
+		if !slices.Contains(sc.Mechanisms, m) {
+			sc.Mechanisms = append(sc.Mechanisms, m)
+		}
+	}
+	if len(sc.Mechanisms) == 0 && len(errs) == 0 {
+		fail(&c.SASLEnabledMechanisms, "a SASL listener needs at least one mechanism")
+	}
+	if slices.Contains(sc.Mechanisms, protocol.MechanismPlain) {
+		pc, perrs := c.listenerConfig(listener, protocol.MechanismPlain)
+		errs = append(errs, perrs...)
+		entry, err := parseJAAS(pc.SASLJAASConfig)
+		switch {
+		case strings.TrimSpace(pc.SASLJAASConfig) == "":
+			fail(&c.SASLJAASConfig, fmt.Sprintf("PLAIN needs its users: set %splain.sasl.jaas.config to %s required user_NAME=\"PASSWORD\";", listenerPrefix(listener), plainLoginModule))
+		case err != nil:
+			fail(&c.SASLJAASConfig, err.Error())
+		default:
+			users, err := entry.plainUsers()
+			if err != nil {
+				fail(&c.SASLJAASConfig, err.Error())
+			}
+			sc.PlainUsers = users
+		}
+	}
+	return sc, errs
+}
