@@ -55,6 +55,8 @@ type Broker struct {
 	// admin HTTP listener, nil when off.
 	faults *protocol.Faults
 	admin  *adminServer
+	// metrics are served by the admin listener (metrics.go); nil when off.
+	metrics *brokerMetrics
 
 	advertised string // host:port given to clients in Metadata
 
@@ -117,6 +119,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 
+	var met *brokerMetrics
+	if cfg.AdminListener != "" {
+		met = newBrokerMetrics()
+	}
 	logDefaults, err := partition.BrokerDefaults(cfg.LogDefaults) // Validate checked them
 	if err != nil {
 		closeListeners()
@@ -131,6 +137,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		ProducerIDExpirationCheckInterval: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
 		Clock:                             clk,
 		Logger:                            log,
+		Observer:                          met.storeObserver(),
 	})
 	if err != nil {
 		closeListeners()
@@ -208,6 +215,8 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		VerifyTxnPartition:       txns.VerifyProducePartition,
 		Connections:              &limits,
 		Faults:                   faults,
+		Observer:                 met.serverObserver(),
+		ListenerName:             plan.listenerName(),
 	}, store)
 	if err != nil {
 		txns.Close()
@@ -228,6 +237,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Logger:                   log,
 	})
 	logCleaner.Start()
+	met.register(store, groups, txns, logCleaner)
 
 	b := &Broker{
 		cleaner:    logCleaner,
@@ -241,6 +251,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
 		serveDone:  make(chan struct{}),
 		faults:     faults,
+		metrics:    met,
 	}
 	if cfg.AdminListener != "" {
 		if err := b.startAdmin(cfg.AdminListener); err != nil {

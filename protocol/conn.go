@@ -131,6 +131,9 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ConnectionOpened(s.listenerName())
+	}
 	s.goroutineLocked(c.readLoop)
 	s.goroutineLocked(c.serveLoop)
 	s.startIdleSweepLocked()
@@ -313,6 +316,9 @@ func (c *conn) serveLoop() {
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
 		c.s.quotas.release(c.ip)
+		if c.s.cfg.Observer != nil {
+			c.s.cfg.Observer.ConnectionClosed(c.s.listenerName())
+		}
 		if c.s.connDone != nil {
 			c.s.connDone()
 		}
@@ -452,6 +458,7 @@ func (c *conn) serveRecovered(frame []byte) (err error) {
 // serve decodes one frame, runs its handler and writes the response. A
 // returned error closes the connection.
 func (c *conn) serve(frame []byte) error {
+	start := c.requestStart()
 	h, a, req, err := decodeRequest(c.s.table, frame)
 	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {
 		cid := ""
@@ -494,6 +501,7 @@ func (c *conn) serve(frame []byte) error {
 	if resp == nil {
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
 			releaseFrame(h.key, frame)
+			c.observe(h, nil, start)
 			return nil
 		}
 		return fmt.Errorf("%w: key %d", errNoResponseAck, h.key)
@@ -505,6 +513,7 @@ func (c *conn) serve(frame []byte) error {
 		return fmt.Errorf("%w: key %d version %d answered at %d", errResponseVer, h.key, h.version, resp.GetVersion())
 	}
 	err = c.write(h, resp)
+	c.observe(h, resp, start)
 	// The response is on the socket (or the connection is broken): the
 	// buffers it was built from can be reused.
 	r.releaseBufs()

@@ -146,6 +146,11 @@ type Config struct {
 	// Faults are fault-injection rules (faults.go), owned by the caller,
 	// who may change them while the server runs; nil: none.
 	Faults *Faults
+	// Observer is told of connections and requests, for metrics
+	// (observer.go); nil: none. ListenerName labels the connections
+	// (listeners' name; empty: PLAINTEXT).
+	Observer     Observer
+	ListenerName string
 }
 
 // Defaults for Config's zero fields.
