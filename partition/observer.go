@@ -13,6 +13,8 @@ type Observer interface {
 	Appended(topic string, bytes, records int)
 	// Read is told of the bytes of batches ReadWith returned (a Fetch;
 	// Read, which the coordinators load their topics with, is not told).
+	// A long poll that read fewer than its MinBytes reads again after
+	// waiting, and both reads are told.
 	Read(topic string, bytes int)
 	// Flushed is told of one fsync of a log (flushOnce) and its time.
 	Flushed(d time.Duration)

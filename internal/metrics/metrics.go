@@ -144,16 +144,26 @@ func (h *Hot) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range h.vecs() {
 		c.Collect(ch)
 	}
+	type topicTotals struct {
+		name                         string
+		bytesIn, recordsIn, bytesOut int64
+	}
+	// Copied under the lock and sent without it: appenders wait for the
+	// copy, not for the scrape.
 	h.topicMu.Lock()
-	defer h.topicMu.Unlock()
+	totals := make([]topicTotals, 0, len(h.topics))
 	for name, tc := range h.topics {
 		if h.keepTopic != nil && !h.keepTopic(name) {
 			delete(h.topics, name)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(h.bytesInDesc, prometheus.CounterValue, float64(tc.bytesIn.Load()), name)
-		ch <- prometheus.MustNewConstMetric(h.recordsInDesc, prometheus.CounterValue, float64(tc.recordsIn.Load()), name)
-		ch <- prometheus.MustNewConstMetric(h.bytesOutDesc, prometheus.CounterValue, float64(tc.bytesOut.Load()), name)
+		totals = append(totals, topicTotals{name, tc.bytesIn.Load(), tc.recordsIn.Load(), tc.bytesOut.Load()})
+	}
+	h.topicMu.Unlock()
+	for _, t := range totals {
+		ch <- prometheus.MustNewConstMetric(h.bytesInDesc, prometheus.CounterValue, float64(t.bytesIn), t.name)
+		ch <- prometheus.MustNewConstMetric(h.recordsInDesc, prometheus.CounterValue, float64(t.recordsIn), t.name)
+		ch <- prometheus.MustNewConstMetric(h.bytesOutDesc, prometheus.CounterValue, float64(t.bytesOut), t.name)
 	}
 }
 
