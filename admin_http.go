@@ -1,9 +1,10 @@
 package kcompatd
 
 // The admin HTTP listener (kcompatd.metrics.listener, off by default):
-// /healthz, /readyz, and the fault-injection rules at /faults, so that a
-// test written in any language can make the broker fail on purpose. It
-// binds only loopback addresses and answers only loopback Host headers.
+// /metrics (metrics.go), /healthz, /readyz, and the fault-injection rules
+// at /faults, so that a test written in any language can make the broker
+// fail on purpose. It binds only loopback addresses and answers only
+// loopback Host headers.
 
 import (
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kcompatd/kcompatd/internal/httpguard"
 	"github.com/kcompatd/kcompatd/protocol"
@@ -72,6 +75,9 @@ func (b *Broker) startAdmin(addr string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", b.serveReady)
+	if b.metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	}
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Faults()) })
 	mux.HandleFunc("POST /faults", b.servePostFault)
 	mux.HandleFunc("DELETE /faults/{id}", func(w http.ResponseWriter, r *http.Request) {

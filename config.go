@@ -833,10 +833,10 @@ var properties = []property{
 	},
 	{
 		Def: configdef.Def{Name: "kcompatd.metrics.listener", Type: configdef.String, NullDefault: true,
-			Doc: "kcompatd's own: the loopback host:port of the admin HTTP listener (/healthz, /readyz, /faults); empty: off."},
+			Doc: "kcompatd's own: the loopback host:port of the admin HTTP listener (/metrics, /healthz, /readyz, /faults); empty: off."},
 		field: func(c *Config) any { return &c.AdminListener },
 		check: checkAdminListener,
-		note:  "loopback `host:port` of the admin HTTP listener: `GET /healthz`, `GET /readyz` (storage loaded, listeners serving, data dir online), and fault injection: `POST /faults` with a JSON rule, `GET /faults`, `DELETE /faults/ID`; only loopback Host headers are answered",
+		note:  "loopback `host:port` of the admin HTTP listener: `GET /metrics` (Prometheus, see Metrics; metrics are on only with this listener), `GET /healthz`, `GET /readyz` (storage loaded, listeners serving, data dir online), and fault injection: `POST /faults` with a JSON rule, `GET /faults`, `DELETE /faults/ID`; only loopback Host headers are answered",
 	},
 	{
 		Def: configdef.Def{Name: "kcompatd.log.open.segments.max", Type: configdef.Int, Default: "128", Range: configdef.AtLeast(1),

@@ -60,6 +60,8 @@ type Broker struct {
 	// admin HTTP listener, nil when off.
 	faults *protocol.Faults
 	admin  *adminServer
+	// metrics are served by the admin listener (metrics.go); nil when off.
+	metrics *brokerMetrics
 
 	advertised string // host:port given to clients in Metadata
 
@@ -139,6 +141,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	first := served[0]
 	advHost, advPort := first.AdvertisedHost, int(first.AdvertisedPort)
 
+	var met *brokerMetrics
+	if cfg.AdminListener != "" {
+		met = newBrokerMetrics()
+	}
 	logDefaults, err := partition.BrokerDefaults(cfg.LogDefaults) // Validate checked them
 	if err != nil {
 		closeListeners()
@@ -154,6 +160,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		OpenSegments:                      int(cfg.LogOpenSegmentsMax),
 		Clock:                             clk,
 		Logger:                            log,
+		Observer:                          met.storeObserver(),
 	})
 	if err != nil {
 		closeListeners()
@@ -247,6 +254,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Faults:                    faults,
 		SASLMaxReceiveBytes:       cfg.SASLServerMaxReceiveSize,
 		FailedAuthenticationDelay: failedAuthenticationDelayMs * time.Millisecond,
+		Observer:                  met.serverObserver(),
 	}, store)
 	if err != nil {
 		txns.Close()
@@ -267,6 +275,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Logger:                   log,
 	})
 	logCleaner.Start()
+	met.register(store, groups, txns, logCleaner)
 
 	b := &Broker{
 		cleaner:    logCleaner,
@@ -281,6 +290,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		advertised: net.JoinHostPort(advHost, strconv.Itoa(advPort)),
 		serveDone:  make(chan struct{}),
 		faults:     faults,
+		metrics:    met,
 	}
 	if cfg.AdminListener != "" {
 		if err := b.startAdmin(cfg.AdminListener); err != nil {

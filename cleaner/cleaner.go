@@ -106,6 +106,11 @@ type Cleaner struct {
 	passes  int64 // guarded by mu
 	started bool  // guarded by mu
 
+	// cleanTime sums the passes' durations; retentionDeleted counts the
+	// segments retention deleted (metrics.go).
+	cleanTime        time.Duration // guarded by mu
+	retentionDeleted atomic.Int64
+
 	// deadThreads counts cleaner threads stopped by a panic outside a
 	// pass (Kafka's DeadThreadCount metric).
 	deadThreads atomic.Int32
@@ -561,6 +566,7 @@ func (c *Cleaner) clean(cand candidate, now int64) (bool, error) {
 	c.total.MessagesRead += st.MessagesRead
 	c.total.MessagesKept += st.MessagesKept
 	c.total.InvalidMessages += st.InvalidMessages
+	c.cleanTime += c.clock.Now().Sub(start)
 	l.Info().Int64("first_dirty_offset", st.FirstDirtyOffset).Int64("end_offset", st.EndOffset).
 		Int64("bytes_read", st.BytesRead+st.MapBytesRead).Int64("bytes_written", st.BytesWritten).
 		Int64("records_read", st.MessagesRead).Int64("records_removed", st.MessagesRead-st.MessagesKept).

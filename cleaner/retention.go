@@ -51,6 +51,7 @@ func (c *Cleaner) retain(compacted bool) {
 			continue
 		}
 		if n > 0 {
+			c.retentionDeleted.Add(int64(n))
 			c.logger.Info().Str("topic", cand.tp.Topic).Int32("partition", cand.tp.Partition).Int("segments", n).
 				Int64("log_start_offset", cand.log.Offsets().LogStartOffset).Msg("deleted old segments")
 		}

@@ -57,6 +57,10 @@ type Config struct {
 	FS     vfs.FS      // nil means vfs.OS{}
 	Clock  clock.Clock // nil means clock.Real{}
 	Logger zerolog.Logger
+
+	// Observer is told of appends, fetch reads and fsyncs, for metrics
+	// (observer.go); nil: none.
+	Observer Observer
 }
 
 // ValidateTopicName applies Kafka's rules for topic names.

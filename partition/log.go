@@ -256,6 +256,9 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 	// The log may have closed since appendUnderLock returned (DeleteTopics):
 	// notify is safe against that.
 	l.notify()
+	if o := l.store.cfg.Observer; o != nil {
+		o.Appended(l.topic, len(batch), int(h.RecordCount()))
+	}
 	res.BaseOffset = base
 	res.LogStartOffset = l.logStart.Load()
 	return res, nil
@@ -486,7 +489,7 @@ func (l *Log) syncTo(target int64) error {
 	}
 	l.syncing = true
 	l.fmu.Unlock()
-	end, err := l.flushOnce()
+	end, err := l.flushObserved()
 	l.fmu.Lock()
 	l.syncing = false
 	if err != nil && isResourceLimit(err) {

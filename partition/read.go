@@ -28,7 +28,7 @@ const scanBufSize = 16 << 10
 // without minOne). The batches come from one segment, in one ReadAt into
 // a fresh buffer that the caller owns.
 func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error) {
-	return l.ReadWith(offset, maxBytes, minOne, ReadUncommitted, nil)
+	return l.readWith(offset, maxBytes, minOne, ReadUncommitted, nil)
 }
 
 // ReadWith is Read at isolation iso into a buffer from alloc, which must
@@ -39,7 +39,17 @@ func (l *Log) Read(offset int64, maxBytes int32, minOne bool) (ReadResult, error
 // recycled even when ReadWith fails. ReadCommitted reads as
 // ReadUncommitted, then cuts the batches at the last stable offset
 // (committedPrefix) and lists the aborted transactions of what is left.
+// What it returns is told to Config.Observer as read (Fetch's bytes out).
 func (l *Log) ReadWith(offset int64, maxBytes int32, minOne bool, iso Isolation, alloc func(n int) []byte) (ReadResult, error) {
+	res, err := l.readWith(offset, maxBytes, minOne, iso, alloc)
+	if o := l.store.cfg.Observer; o != nil && len(res.Records) > 0 {
+		o.Read(l.topic, len(res.Records))
+	}
+	return res, err
+}
+
+// readWith is ReadWith without the observer.
+func (l *Log) readWith(offset int64, maxBytes int32, minOne bool, iso Isolation, alloc func(n int) []byte) (ReadResult, error) {
 	res, err := l.readUncommitted(offset, maxBytes, minOne, alloc)
 	if err != nil || iso != ReadCommitted {
 		return res, err

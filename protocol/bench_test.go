@@ -19,10 +19,15 @@ func BenchmarkProduce(b *testing.B) {
 	b.Run("timestamp-bounds", func(b *testing.B) {
 		benchmarkProduce(b, map[string]string{"message.timestamp.before.max.ms": "86400000", "message.timestamp.after.max.ms": "3600000"})
 	})
+	// defaults with metrics on (observer_test.go).
+	b.Run("metrics", func(b *testing.B) { benchmarkProduceOn(b, startObservedBroker(b), nil) })
 }
 
 func benchmarkProduce(b *testing.B, topicConfigs map[string]string) {
-	br := startBroker(b, nil)
+	benchmarkProduceOn(b, startBroker(b, nil), topicConfigs)
+}
+
+func benchmarkProduceOn(b *testing.B, br *testBroker, topicConfigs map[string]string) {
 	br.createTopic(b, "bench", 1, topicConfigs)
 	var recs []recordbatch.Record
 	for range 16 {

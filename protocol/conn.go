@@ -152,6 +152,9 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ConnectionOpened(c.listener.Name)
+	}
 	s.goroutineLocked(c.readLoop)
 	s.goroutineLocked(c.serveLoop)
 	s.startIdleSweepLocked()
@@ -348,6 +351,9 @@ func (c *conn) serveLoop() {
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
 		c.s.quotas.release(c.ip)
+		if c.s.cfg.Observer != nil {
+			c.s.cfg.Observer.ConnectionClosed(c.listener.Name)
+		}
 		if c.s.connDone != nil {
 			c.s.connDone()
 		}
@@ -490,6 +496,7 @@ func (c *conn) serve(frame []byte) error {
 	if c.sasl != nil && c.sasl.stage != saslDone {
 		return c.serveSASL(frame)
 	}
+	start := c.requestStart()
 	h, a, req, err := decodeRequest(c.s.table, frame)
 	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {
 		cid := ""
@@ -533,6 +540,7 @@ func (c *conn) serve(frame []byte) error {
 	if resp == nil {
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
 			releaseFrame(h.key, frame)
+			c.observe(h, nil, start)
 			return nil
 		}
 		return fmt.Errorf("%w: key %d", errNoResponseAck, h.key)
@@ -544,6 +552,7 @@ func (c *conn) serve(frame []byte) error {
 		return fmt.Errorf("%w: key %d version %d answered at %d", errResponseVer, h.key, h.version, resp.GetVersion())
 	}
 	err = c.write(h, resp)
+	c.observe(h, resp, start)
 	// The response is on the socket (or the connection is broken): the
 	// buffers it was built from can be reused.
 	r.releaseBufs()

@@ -155,6 +155,9 @@ type Config struct {
 	// Faults are fault-injection rules (faults.go), owned by the caller,
 	// who may change them while the server runs; nil: none.
 	Faults *Faults
+	// Observer is told of connections (labelled with their listener's
+	// name) and requests, for metrics (observer.go); nil: none.
+	Observer Observer
 }
 
 // Defaults for Config's zero fields.

@@ -50,7 +50,12 @@ func startBrokerTuned(t testing.TB, mutate func(*Config), prep func(*Server), tu
 	t.Helper()
 	lg := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store := openTestStore(t, clk, lg)
+	return startBrokerOn(t, openTestStore(t, clk, lg), clk, lg, mutate, prep, tuneGroups)
+}
+
+// startBrokerOn is startBrokerTuned over store, whose clock is clk.
+func startBrokerOn(t testing.TB, store *partition.Store, clk *clock.Manual, lg zerolog.Logger, mutate func(*Config), prep func(*Server), tuneGroups func(*coordinator.Config)) *testBroker {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
