@@ -147,7 +147,7 @@ func bootstrapScramUsers(store *partition.Store, spec string) (int, error) {
 				continue
 			}
 		}
-		salt := make([]byte, 32)
+		salt := make([]byte, protocol.ScramSaltBytes)
 		rand.Read(salt)
 		upserts = append(upserts, u.mechanism.Credential(u.name, salt, u.mechanism.SaltedPassword(u.password, salt, int(u.iterations)), u.iterations))
 	}

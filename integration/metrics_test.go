@@ -148,7 +148,15 @@ func TestMetricsScraped(t *testing.T) {
 		}
 	}
 
+	// A request is counted once its response is written, which the
+	// client may see first: scrape until the last Produce is counted.
 	fams := s.scrape(t)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n, _ := metricValue(fams, "kcompatd_response_error_codes_total", "api", "Produce", "error", "NONE"); n >= parts {
+			break
+		}
+		fams = s.scrape(t)
+	}
 	check := func(name string, want float64, labels ...string) {
 		t.Helper()
 		if got, ok := metricValue(fams, name, labels...); !ok || got != want {

@@ -54,12 +54,15 @@ func openFileLimit() int64 {
 }
 
 // checkPartitionCount refuses adding partitions past the store's budget
-// (POLICY_VIOLATION). REQUIRES: catalogMu held, so the count is current.
+// (POLICY_VIOLATION); the internal topics' partitions are outside it.
+// REQUIRES: catalogMu held, so the count is current.
 func (s *Store) checkPartitionCount(adding int64) error {
 	s.mu.RLock()
 	have := int64(0)
 	for _, t := range s.topics {
-		have += int64(len(t.Partitions))
+		if !t.Internal { // exempt (CreateTopic), and not counted
+			have += int64(len(t.Partitions))
+		}
 	}
 	s.mu.RUnlock()
 	if budget := partitionBudget(s.cfg.MaxOpenFiles, s.cfg.OpenSegments); have+adding > budget {

@@ -497,8 +497,13 @@ func (s *Store) CreateTopic(name string, n int32, overrides map[string]string, v
 	case collision != "":
 		return nil, withDetail(ErrInvalidTopic, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, collision))
 	}
-	if err := s.checkPartitionCount(int64(n)); err != nil {
-		return nil, err
+	// The coordinators' internal topics are exempt: without them groups
+	// and transactions do not work at all, which a low descriptor limit
+	// must not cause.
+	if !IsInternalTopic(name) {
+		if err := s.checkPartitionCount(int64(n)); err != nil {
+			return nil, err
+		}
 	}
 	t := &Topic{Name: name, ID: newUUID(), Config: conf, Overrides: ov, Internal: IsInternalTopic(name)}
 	if validateOnly {

@@ -264,10 +264,18 @@ func (s *Server) closeIdle(now time.Time) (next time.Time, closed int, ok bool) 
 		}
 		// inflight before active: the handler stores active before it
 		// decrements inflight, so a zero count sees its last response.
-		if c.inflight.Load() > 0 {
+		busy := c.inflight.Load() > 0
+		deadline := c.active.Load() + idleNs
+		if busy {
+			// Not idle while its request runs; check again when it
+			// would be idle had the request ended now, so that the
+			// sweep times do not depend on whether a sweep found it
+			// busy.
+			if deadline > nowNs {
+				nextNs = min(nextNs, deadline)
+			}
 			continue
 		}
-		deadline := c.active.Load() + idleNs
 		if deadline <= nowNs {
 			c.log.Debug().Dur("idle", time.Duration(nowNs-c.active.Load())).Msg("closing idle connection")
 			c.close()

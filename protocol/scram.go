@@ -283,13 +283,18 @@ func printableNoComma(s string) bool {
 	return true
 }
 
+// ScramSaltBytes is the salt length of the credentials kcompatd makes
+// (kcompatd.scram.users) and of unknown users' made-up ones, so that the
+// two cannot be told apart by their salt's length.
+const ScramSaltBytes = 32
+
 // fakeScramCredential is the made-up credential an unknown user's
 // exchange runs on: its salt depends only on the user and a secret of
 // this process, so asking twice shows the same salt, as for a real user;
 // its keys match no password.
 func fakeScramCredential(secret []byte, m *ScramMechanism) func(user string) partition.ScramCredential {
 	return func(user string) partition.ScramCredential {
-		salt := m.hmac(secret, "salt", m.Name, user)[:24]
+		salt := m.hmac(secret, "salt", m.Name, user)[:ScramSaltBytes]
 		keys := m.hmac(secret, "keys", m.Name, user)
 		return partition.ScramCredential{User: user, Mechanism: m.Type, Iterations: m.MinIterations,
 			Salt: salt, StoredKey: m.h(keys), ServerKey: m.h(append(keys, 1))}
