@@ -51,6 +51,7 @@ var (
 	flagBinary     = flag.String("binary", "", "kcompatd binary to measure (default: build ./cmd/kcompatd)")
 	flagVerbose    = flag.Bool("v", false, "print the broker's log")
 	flagCodec      = flag.String("compression", "none", "producer compression for the throughput runs: none, gzip, snappy, lz4 or zstd; with a codec the values are compressible JSON-like text instead of random bytes")
+	flagDebugAddr  = flag.String("debug-addr", "", "pass --debug-addr `ADDR` (a loopback host:port) to the throughput runs' broker, to take profiles from it while it runs")
 	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency")
 )
 
@@ -228,11 +229,16 @@ func medianF(fs []float64) float64 {
 }
 
 func start(bin, tmp string, configs ...string) (*harness.Broker, string, error) {
+	return startArgs(bin, tmp, nil, configs...)
+}
+
+// startArgs is start with extra command-line arguments for the broker.
+func startArgs(bin, tmp string, args []string, configs ...string) (*harness.Broker, string, error) {
 	dir, err := os.MkdirTemp(tmp, "data-")
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Logf: logf})
+	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Args: args, Logf: logf})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
@@ -397,7 +403,11 @@ var codecs = map[string]kgo.CompressionCodec{
 // measureThroughput produces -size bytes of values compressed with codec,
 // then, if consume, consumes them back, on a fresh broker.
 func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool) (prod, cons throughput, idempotent bool, err error) {
-	b, dir, err := start(bin, tmp)
+	var args []string
+	if *flagDebugAddr != "" {
+		args = []string{"--debug-addr", *flagDebugAddr}
+	}
+	b, dir, err := startArgs(bin, tmp, args)
 	if err != nil {
 		return prod, cons, false, err
 	}
