@@ -121,6 +121,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	failed := false
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	respTopic := make(map[tpKey]int) // topic key (part 0) -> index in resp.Topics
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -131,6 +132,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 			respTopic[tk] = idx
 			st := kmsg.NewProduceResponseTopic()
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 			resp.Topics = append(resp.Topics, st)
 		}
 		var topic *partition.Topic
@@ -273,7 +275,8 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		sp := fail(code)
 		sp.LogStartOffset = log.Offsets().LogStartOffset
 		sp.ErrorRecords = recErrs
-		sp.ErrorMessage = &msg
+		m := msg // only a rejected batch's message goes to the heap
+		sp.ErrorMessage = &m
 		return sp
 	}
 
