@@ -100,7 +100,12 @@ type recordStream struct {
 	total      int // bytes read from r so far
 	limit      int
 	eof        bool
+	stalls     int // reads in a row that returned nothing
 }
+
+// maxStalls bounds the empty reads fill accepts in a row from a reader
+// that neither makes progress nor fails (none of ours does).
+const maxStalls = 100
 
 // fill reads more of the stream into the window, making room for at
 // least need unparsed bytes first (moving them to the front, growing the
@@ -111,7 +116,8 @@ func (s *recordStream) fill(need int) error {
 		s.start = 0
 	}
 	if need > len(s.win) {
-		grown := make([]byte, max(need, 2*len(s.win)))
+		// need is within the bound (next checks); doubling stops there.
+		grown := make([]byte, max(need, min(2*len(s.win), s.limit)))
 		s.end = copy(grown, s.win[s.start:s.end])
 		s.start = 0
 		s.win = grown
@@ -119,6 +125,13 @@ func (s *recordStream) fill(need int) error {
 	n, err := s.r.Read(s.win[s.end:])
 	s.end += n
 	s.total += n
+	if n == 0 && err == nil {
+		if s.stalls++; s.stalls > maxStalls {
+			return fmt.Errorf("%w: the decompressor makes no progress", ErrCorruptCompressed)
+		}
+	} else {
+		s.stalls = 0
+	}
 	if s.total > s.limit {
 		return fmt.Errorf("%w: limit %d", ErrTooLarge, s.limit)
 	}

@@ -245,3 +245,21 @@ func FuzzValidateStream(f *testing.F) {
 		}
 	})
 }
+
+// stuckReader returns nothing and no error, forever.
+type stuckReader struct{}
+
+func (stuckReader) Read([]byte) (int, error) { return 0, nil }
+
+// TestRecordStreamStalls: a decompressor that stops making progress
+// without failing ends the walk with ErrCorruptCompressed, not a loop.
+func TestRecordStreamStalls(t *testing.T) {
+	s := &recordStream{r: stuckReader{}, win: make([]byte, 64), limit: 1 << 10}
+	if _, err := s.next(); !errors.Is(err, ErrCorruptCompressed) {
+		t.Fatalf("next: %v", err)
+	}
+	s = &recordStream{r: stuckReader{}, win: make([]byte, 64), limit: 1 << 10}
+	if err := s.drain(); !errors.Is(err, ErrCorruptCompressed) {
+		t.Fatalf("drain: %v", err)
+	}
+}
