@@ -261,9 +261,12 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 	recompress := cfg.Recompress && cfg.StoreCodec != codec
 	var kept []byte
 	if recompress && codec != recordbatch.None {
-		kept = getBuf(min(4*len(batch), s.cfg.MaxDecompressedBytes))[:0]
+		// The codec may cap kept's capacity at the inflated size, so the
+		// pooled buffer itself is what goes back.
+		buf := getBuf(min(4*len(batch), s.cfg.MaxDecompressedBytes))
+		kept = buf[:0]
 		vopts.Keep = &kept
-		defer func() { putBuf(kept) }()
+		defer putBuf(buf)
 	}
 	sum, err := recordbatch.Validate(batch, vopts)
 	if err != nil {
