@@ -11,11 +11,11 @@ import (
 
 // Streaming validation of a compressed batch. Validate does not need the
 // inflated records once it has looked at them, so for gzip, lz4 and zstd it
-// reads the codec's output through a window of streamWindow bytes and
-// parses records as they arrive: the whole inflated batch is never held
-// (only a record larger than the window grows it, within the bound), the
-// window stays in cache, and the memory bound is enforced by counting
-// bytes. Snappy's raw block has no stream form and is inflated whole into
+// has the codec write its output, block by block, to a recordSink that
+// parses records where they lie: the whole inflated batch is never held
+// (only a record split between blocks is copied, into a carry buffer that
+// grows within the bound), nothing is copied out of the codec's buffers,
+// and the memory bound is enforced by counting bytes. Snappy's raw block has no stream form and is inflated whole into
 // a pooled buffer, as is any batch whose caller keeps the records
 // (ValidateOptions.Keep).
 //
@@ -23,11 +23,11 @@ import (
 // on a record error the rest of the stream is read, and a codec error or
 // the bound (which the whole-batch order would have met first) wins.
 
-// streamWindow is the window's size: a zstd block is at most 128 KiB and
-// lz4 blocks of Kafka's producers 64 KiB, so one read rarely splits one.
-const streamWindow = 128 << 10
+// carryPool holds the sinks' carry buffers; ones grown past maxCarry by a
+// large record are left to the GC.
+var carryPool sync.Pool // *[]byte
 
-var windowPool = sync.Pool{New: func() any { b := make([]byte, streamWindow); return &b }}
+const maxCarry = 1 << 20
 
 // zstdStreamDecoder returns a pooled stream decoder; creating one costs
 // far more than a batch's worth of decoding.
@@ -47,10 +47,11 @@ func zstdStreamDecoder() (*zstdStream, error) {
 }
 
 // openStream returns a reader of src inflated with c (gzip, lz4 or zstd)
-// from the codec's pool, and the function that gives it back. Like
+// from the codec's pool, which writes its output with WriteTo, and the
+// function that gives it back. Like
 // decompress, a zstd frame declaring more than limit bytes is refused
 // before anything is decoded.
-func openStream(c Codec, src []byte, limit int) (io.Reader, func(), error) {
+func openStream(c Codec, src []byte, limit int) (io.WriterTo, func(), error) {
 	if len(src) == 0 {
 		return nil, nil, fmt.Errorf("%w: empty %v data", ErrCorruptCompressed, c)
 	}
@@ -91,147 +92,140 @@ func openStream(c Codec, src []byte, limit int) (io.Reader, func(), error) {
 	return nil, nil, fmt.Errorf("%w: %d", ErrUnknownCodec, c)
 }
 
-// recordStream feeds a recordWalker from an inflating reader through a
-// window: win[start:end] holds inflated bytes not yet parsed.
-type recordStream struct {
-	r          io.Reader
-	win        []byte
-	start, end int
-	total      int // bytes read from r so far
-	limit      int
-	eof        bool
-	stalls     int // reads in a row that returned nothing
+// recordSink walks records as the codec writes its output to it (the
+// codecs' io.WriterTo): whole records are parsed where they lie in the
+// codec's own buffer, without a copy; only a record split between two
+// writes is assembled in carry. After a record error the rest of the
+// output is still taken and counted, so that a codec error or the bound,
+// which inflating the whole batch first would have met, wins.
+type recordSink struct {
+	w        recordWalker
+	acc      summarizer // accumulates into sum
+	sum      Summary
+	carry    []byte // the start of a record the next write completes
+	total    int    // bytes written so far
+	limit    int
+	leftover int   // bytes after the last record
+	err      error // the first record error
+	done     bool  // every record parsed
 }
 
-// maxStalls bounds the empty reads fill accepts in a row from a reader
-// that neither makes progress nor fails (none of ours does).
-const maxStalls = 100
+// wholeRecord reports whether b starts with a whole record, or with
+// something parseRecord rejects whatever follows.
+func wholeRecord(b []byte) bool {
+	size, n := readVarint(b)
+	return n < 0 || n > 0 && n+int(max(size, 0)) <= len(b)
+}
 
-// fill reads more of the stream into the window, making room for at
-// least need unparsed bytes first (moving them to the front, growing the
-// window if it is smaller than need). At EOF it sets eof.
-func (s *recordStream) fill(need int) error {
-	if s.start > 0 && len(s.win)-s.start < need {
-		s.end = copy(s.win, s.win[s.start:s.end])
-		s.start = 0
+// Write takes the next piece of the inflated records.
+func (k *recordSink) Write(p []byte) (int, error) {
+	n := len(p)
+	if k.total += n; k.total > k.limit {
+		return 0, fmt.Errorf("%w: limit %d", ErrTooLarge, k.limit)
 	}
-	if need > len(s.win) {
-		// need is within the bound (next checks); doubling stops there.
-		grown := make([]byte, max(need, min(2*len(s.win), s.limit)))
-		s.end = copy(grown, s.win[s.start:s.end])
-		s.start = 0
-		s.win = grown
-	}
-	n, err := s.r.Read(s.win[s.end:])
-	s.end += n
-	s.total += n
-	if n == 0 && err == nil {
-		if s.stalls++; s.stalls > maxStalls {
-			return fmt.Errorf("%w: the decompressor makes no progress", ErrCorruptCompressed)
+	for len(p) > 0 && k.err == nil {
+		switch {
+		case k.done:
+			k.leftover += len(p)
+			p = nil
+		case len(k.carry) > 0:
+			// Complete the carried record: its length varint first, then
+			// the bytes it announces.
+			take := maxVarintLen - len(k.carry)
+			if size, vn := readVarint(k.carry); vn > 0 {
+				take = vn + int(max(size, 0)) - len(k.carry)
+			}
+			take = max(1, min(take, len(p)))
+			k.carry = append(k.carry, p[:take]...)
+			p = p[take:]
+			if wholeRecord(k.carry) {
+				// The carry holds exactly one record: parse takes it all.
+				k.parse(k.carry)
+				k.carry = k.carry[:0]
+			}
+		case wholeRecord(p):
+			p = p[k.parse(p):]
+		default:
+			k.carry = append(k.carry, p...)
+			p = nil
 		}
-	} else {
-		s.stalls = 0
 	}
-	if s.total > s.limit {
-		return fmt.Errorf("%w: limit %d", ErrTooLarge, s.limit)
-	}
-	if err == io.EOF {
-		s.eof = true
-		return nil
-	}
+	return n, nil
+}
+
+// parse parses the record at the start of b, checks and counts it, and
+// returns its size; on an error it records it and returns len(b).
+func (k *recordSink) parse(b []byte) int {
+	var r Record
+	n, err := parseRecord(b, &r, false)
 	if err != nil {
+		k.err = fmt.Errorf("record %d: %w", k.w.i, err)
+		return len(b)
+	}
+	if err := k.w.accept(&r); err != nil {
+		k.err = err
+		return len(b)
+	}
+	k.acc.add(&r)
+	k.done = k.w.i == k.w.count
+	return n
+}
+
+// run inflates r into the sink and returns the walk's error, with the
+// whole-batch walk's precedence: codec error or bound, then records.
+func (k *recordSink) run(r io.WriterTo) error {
+	if k.w.count == 0 {
+		k.done = true
+	}
+	if _, err := r.WriteTo(k); err != nil {
 		if errors.Is(err, ErrTooLarge) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", ErrCorruptCompressed, err)
 	}
-	return nil
-}
-
-// drain reads the rest of the stream, counting it, and returns the codec
-// error or ErrTooLarge it meets. The unparsed bytes are dropped.
-func (s *recordStream) drain() error {
-	for !s.eof {
-		s.start, s.end = 0, 0
-		if err := s.fill(1); err != nil {
-			return err
-		}
+	// At the end of the output a started record, or a missing one, fails
+	// as parsing what is left would.
+	for k.err == nil && !k.done {
+		k.carry = k.carry[k.parse(k.carry):]
 	}
-	return nil
-}
-
-// next returns the next whole record's bytes (or, at the end of the
-// stream, whatever is left, for parseRecord to reject), reading more as
-// needed. A record claiming more than the bound allows is reported as
-// truncated once the stream ends within the bound, as parsing the whole
-// inflated batch would.
-func (s *recordStream) next() ([]byte, error) {
-	for {
-		avail := s.win[s.start:s.end]
-		size, n := readVarint(avail)
-		if n < 0 || s.eof {
-			return avail, nil
-		}
-		if n > 0 {
-			need := n + int(max(size, 0))
-			if need <= len(avail) {
-				return avail, nil
-			}
-			if int64(s.total-len(avail))+int64(need) > int64(s.limit) {
-				// Cannot be whole within the bound: either the stream
-				// passes the bound, or it ends short of the record.
-				parsed := s.total - len(avail)
-				if err := s.drain(); err != nil {
-					return nil, err
-				}
-				return nil, recordLengthError(size, s.total-parsed-n)
-			}
-			if err := s.fill(need); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := s.fill(maxVarintLen); err != nil {
-			return nil, err
-		}
+	k.carry = k.carry[:0]
+	if k.err != nil {
+		return k.err
 	}
+	_, err := k.w.finish(k.leftover)
+	return err
 }
 
 // maxVarintLen is the longest varint.
 const maxVarintLen = 5
 
-// nextStream is recordWalker.next over a stream: it parses the next
-// record into r, false at the end. Errors are those of the whole-batch
-// walk (see the type's doc).
-func (w *recordWalker) nextStream(s *recordStream, r *Record) (bool, error) {
-	if w.i == w.count {
-		// Whatever follows the last record is left over.
-		parsed := s.total - (s.end - s.start)
-		if err := s.drain(); err != nil {
-			return false, err
-		}
-		w.data, w.p = nil, 0
-		return w.finish(s.total - parsed)
-	}
-	b, err := s.next()
+// validateStream is Validate's walk of a gzip, lz4 or zstd batch's
+// records (data, compressed) through a recordSink, from the summary s
+// has so far. It is a function of its own, taking and returning s by
+// value, so that Validate's uncompressed path keeps its state on the
+// stack; here the sink holds everything, one allocation.
+func validateStream(h Header, data []byte, opts ValidateOptions, s Summary) (Summary, error) {
+	r, release, err := openStream(s.Codec, data, opts.MaxDecompressed)
 	if err != nil {
-		if errors.Is(err, ErrCorruptRecords) {
-			err = fmt.Errorf("record %d: %w", w.i, err)
-		}
-		return false, err
+		return Summary{}, err
 	}
-	n, err := parseRecord(b, r, w.keepHeaders)
+	defer release()
+	k := &recordSink{w: walkerFor(h, opts.Origin, false), sum: s, limit: opts.MaxDecompressed}
+	k.acc = newSummarizer(h, &k.sum)
+	carry, _ := carryPool.Get().(*[]byte)
+	if carry == nil {
+		carry = new([]byte)
+	}
+	k.carry = (*carry)[:0]
+	err = k.run(r)
+	if cap(k.carry) <= maxCarry {
+		*carry = k.carry[:0]
+	}
+	carryPool.Put(carry)
 	if err != nil {
-		err = fmt.Errorf("record %d: %w", w.i, err)
-	} else {
-		s.start += n
-		err = w.accept(r)
+		return Summary{}, err
 	}
-	if err != nil {
-		if derr := s.drain(); derr != nil {
-			return false, derr
-		}
-		return false, err
-	}
-	return true, nil
+	k.sum.RecordBytes = k.total
+	k.sum.Records = int(h.RecordCount())
+	return k.sum, nil
 }

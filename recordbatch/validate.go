@@ -104,7 +104,7 @@ func Validate(b []byte, opts ValidateOptions) (Summary, error) {
 	s := Summary{Codec: h.Codec(), MaxTimestamp: -1, MinTimestamp: -1,
 		OffsetDeltaOfMaxTimestamp: -1, NullKeyIndex: -1}
 	data := b[HeaderSize:]
-	var st *recordStream
+	acc := newSummarizer(h, &s)
 	if s.Codec != None {
 		if opts.MaxDecompressed <= 0 {
 			return Summary{}, fmt.Errorf("%w: MaxDecompressed must be > 0", ErrTooLarge)
@@ -135,64 +135,59 @@ func Validate(b []byte, opts ValidateOptions) (Summary, error) {
 			}
 			defer bufPool.Put(pooled)
 		default:
-			r, release, err := openStream(s.Codec, data, opts.MaxDecompressed)
-			if err != nil {
-				return Summary{}, err
-			}
-			defer release()
-			win := windowPool.Get().(*[]byte)
-			st = &recordStream{r: r, win: *win, limit: opts.MaxDecompressed}
-			defer func() {
-				if len(st.win) == streamWindow {
-					*win = st.win
-				}
-				windowPool.Put(win)
-			}()
+			return validateStream(h, data, opts, s)
 		}
 	}
 
-	logAppend := h.LogAppendTime()
-	base := h.BaseTimestamp()
-	var w recordWalker
-	if st != nil {
-		w = walkerFor(h, opts.Origin, false)
-	} else if w, err = newRecordWalker(h, data, opts.Origin, false); err != nil {
+	w, err := newRecordWalker(h, data, opts.Origin, false)
+	if err != nil {
 		return Summary{}, err
 	}
 	var r Record
-	for i := 0; ; i++ {
-		var ok bool
-		if st != nil {
-			ok, err = w.nextStream(st, &r)
-		} else {
-			ok, err = w.next(&r)
-		}
+	for {
+		ok, err := w.next(&r)
 		if err != nil {
 			return Summary{}, err
 		}
 		if !ok {
 			break
 		}
-		if r.Key == nil && s.NullKeyIndex < 0 {
-			s.NullKeyIndex = i
-		}
-		ts := base + r.TimestampDelta
-		if logAppend {
-			ts = h.MaxTimestamp()
-		}
-		if i == 0 || ts > s.MaxTimestamp {
-			s.MaxTimestamp, s.OffsetDeltaOfMaxTimestamp = ts, r.OffsetDelta
-		}
-		if i == 0 || ts < s.MinTimestamp {
-			s.MinTimestamp = ts
-		}
+		acc.add(&r)
 	}
 	s.RecordBytes = len(data)
-	if st != nil {
-		s.RecordBytes = st.total
-	}
 	s.Records = int(h.RecordCount())
 	return s, nil
+}
+
+// summarizer accumulates a Summary from the records, in order.
+type summarizer struct {
+	s          *Summary
+	i          int
+	base       int64 // the batch's base timestamp
+	logAppend  bool  // LogAppendTime: every record's timestamp is appendTime
+	appendTime int64
+}
+
+func newSummarizer(h Header, s *Summary) summarizer {
+	return summarizer{s: s, base: h.BaseTimestamp(), logAppend: h.LogAppendTime(), appendTime: h.MaxTimestamp()}
+}
+
+func (a *summarizer) add(r *Record) {
+	s := a.s
+	if r.Key == nil && s.NullKeyIndex < 0 {
+		s.NullKeyIndex = a.i
+	}
+	ts := a.base + r.TimestampDelta
+	if a.logAppend {
+		ts = a.appendTime
+	}
+	if a.i == 0 || ts > s.MaxTimestamp {
+		s.MaxTimestamp, s.OffsetDeltaOfMaxTimestamp = ts, r.OffsetDelta
+	}
+	if a.i == 0 || ts < s.MinTimestamp {
+		s.MinTimestamp = ts
+	}
+	a.i++
 }
 
 // checkBatch checks everything about b that needs no decompression, in
