@@ -85,6 +85,10 @@ type index struct {
 	max       int64        // capacity in entries: segment.index.bytes / entrySize
 	n         atomic.Int64 // entries written and visible to readers
 	last      indexEntry   // last entry; writer only (log mutex)
+	// scratch holds the entry append encodes; a local array would escape
+	// through the File interface and cost an allocation per append.
+	// Writer only (log mutex).
+	scratch [timeIndexEntrySize]byte
 }
 
 func newIndex(f vfs.File, entrySize int, maxBytes int32) *index {
@@ -110,8 +114,7 @@ func (x *index) encode(b []byte, e indexEntry, base int64) {
 // append writes one entry (absolute offsets; base is the segment's base
 // offset). REQUIRES: log mutex held.
 func (x *index) append(e indexEntry, base int64) error {
-	var buf [timeIndexEntrySize]byte
-	b := buf[:x.entrySize]
+	b := x.scratch[:x.entrySize]
 	x.encode(b, e, base)
 	n := x.n.Load()
 	if _, err := x.f.WriteAt(b, n*int64(x.entrySize)); err != nil {
@@ -185,8 +188,7 @@ func (x *index) decodeAbs(b []byte, base int64) []indexEntry {
 
 // entryAt reads entry i (absolute).
 func (x *index) entryAt(i int64, base int64) (indexEntry, error) {
-	var buf [timeIndexEntrySize]byte
-	b := buf[:x.entrySize]
+	b := x.scratch[:x.entrySize]
 	if _, err := x.f.ReadAt(b, i*int64(x.entrySize)); err != nil {
 		return indexEntry{}, err
 	}

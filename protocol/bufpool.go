@@ -19,6 +19,18 @@ const (
 
 var bufPools [maxBufClass + 1]sync.Pool
 
+// boxes recycles the *[]byte that carry buffers through bufPools: putBuf
+// would otherwise allocate one per buffer it takes back.
+var boxes sync.Pool
+
+// unbox returns the buffer in p and recycles p.
+func unbox(p *[]byte) []byte {
+	b := *p
+	*p = nil
+	boxes.Put(p)
+	return b
+}
+
 // bufClass is the size class of a buffer of n bytes: the smallest power of
 // two >= n, or -1 for sizes that are not pooled.
 func bufClass(n int) int {
@@ -36,7 +48,7 @@ func getBuf(n int) []byte {
 		return make([]byte, n)
 	}
 	if p, _ := bufPools[c].Get().(*[]byte); p != nil {
-		return (*p)[:n]
+		return unbox(p)[:n]
 	}
 	return make([]byte, n, 1<<c)
 }
@@ -49,7 +61,7 @@ func tryGetBuf(n int) []byte {
 		return nil
 	}
 	if p, _ := bufPools[c].Get().(*[]byte); p != nil {
-		return (*p)[:n]
+		return unbox(p)[:n]
 	}
 	return nil
 }
@@ -61,8 +73,12 @@ func putBuf(b []byte) {
 	if c < 0 || cap(b) != 1<<c {
 		return
 	}
-	b = b[:0]
-	bufPools[c].Put(&b)
+	p, _ := boxes.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	*p = b[:0]
+	bufPools[c].Put(p)
 }
 
 // readBuf returns a pooled buffer of len n (contents undefined) that

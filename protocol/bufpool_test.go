@@ -75,3 +75,16 @@ func TestReadFramePooled(t *testing.T) {
 		}
 	}
 }
+
+// TestBufPoolNoAllocs: taking a pooled buffer and giving it back
+// allocates nothing once the pools are warm (not even the box sync.Pool
+// carries it in).
+func TestBufPoolNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random")
+	}
+	putBuf(getBuf(64 << 10))
+	if n := testing.AllocsPerRun(100, func() { putBuf(getBuf(64 << 10)) }); n != 0 {
+		t.Fatalf("%v allocations per getBuf and putBuf", n)
+	}
+}

@@ -121,6 +121,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	failed := false
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	respTopic := make(map[tpKey]int) // topic key (part 0) -> index in resp.Topics
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -131,6 +132,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 			respTopic[tk] = idx
 			st := kmsg.NewProduceResponseTopic()
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 			resp.Topics = append(resp.Topics, st)
 		}
 		var topic *partition.Topic
@@ -251,7 +253,22 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		}
 		return fail(kerr.MessageTooLarge.Code)
 	}
-	sum, err := recordbatch.Validate(batch, recordbatch.ValidateOptions{MaxDecompressed: s.cfg.MaxDecompressedBytes})
+	// The batch is inflated once: Validate streams through gzip, lz4 and
+	// zstd without holding the records, unless the topic's codec differs
+	// and the records are kept for recompressing them.
+	vopts := recordbatch.ValidateOptions{MaxDecompressed: s.cfg.MaxDecompressedBytes, OnInflate: s.inflated}
+	codec := h.Codec()
+	recompress := cfg.Recompress && cfg.StoreCodec != codec
+	var kept []byte
+	if recompress && codec != recordbatch.None {
+		// The codec may cap kept's capacity at the inflated size, so the
+		// pooled buffer itself is what goes back.
+		buf := getBuf(min(4*len(batch), s.cfg.MaxDecompressedBytes))
+		kept = buf[:0]
+		vopts.Keep = &kept
+		defer putBuf(buf)
+	}
+	sum, err := recordbatch.Validate(batch, vopts)
 	if err != nil {
 		s.log.Debug().Err(err).Str("topic", topic.Name).Int32("partition", rp.Partition).Msg("produce batch rejected")
 		return fail(s.errorCode(err))
@@ -261,7 +278,8 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		sp := fail(code)
 		sp.LogStartOffset = log.Offsets().LogStartOffset
 		sp.ErrorRecords = recErrs
-		sp.ErrorMessage = &msg
+		m := msg // only a rejected batch's message goes to the heap
+		sp.ErrorMessage = &m
 		return sp
 	}
 
@@ -274,8 +292,8 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		h.SetMaxTimestamp(sum.MaxTimestamp)
 	}
 
-	if cfg.Recompress && cfg.StoreCodec != sum.Codec {
-		rebuilt, err := recompress(batch, cfg.StoreCodec, s.cfg.MaxDecompressedBytes)
+	if recompress {
+		rebuilt, err := recordbatch.Recompress(batch, kept, cfg.StoreCodec)
 		if err != nil {
 			return fail(s.errorCode(err))
 		}
@@ -380,8 +398,10 @@ func (s *Server) checkRecords(topic string, cfg *partition.LogConfig, part int32
 	}
 
 	// Slow path, only for rejected (or suspect) batches: walk the records
-	// to list each one's error as Kafka does.
+	// to list each one's error as Kafka does. This inflates a compressed
+	// batch a second time; such a batch is rarely written.
 	tp := fmt.Sprintf("%s-%d", topic, part)
+	s.noteInflate(h.Codec())
 	anyTimestamp := false
 	i := 0
 	err := recordbatch.ForEachRecord(batch, s.cfg.MaxDecompressedBytes, func(rec recordbatch.Record) error {
@@ -442,27 +462,12 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// recompress rebuilds a validated batch with another codec, keeping its
-// header fields and records, as Kafka's LogValidator does when the topic's
-// compression.type differs from the producer's.
-func recompress(batch []byte, c recordbatch.Codec, maxDecompressed int) ([]byte, error) {
-	h := recordbatch.Header(batch)
-	recs, err := recordbatch.Records(batch, maxDecompressed)
-	if err != nil {
-		return nil, err
+// noteInflate tells the test seam Server.inflated that the produce path is
+// about to inflate a batch compressed with c (nothing for None), where it
+// calls recordbatch without ValidateOptions.OnInflate. (Recompress takes
+// the records Validate kept and cannot inflate.)
+func (s *Server) noteInflate(c recordbatch.Codec) {
+	if c != recordbatch.None && s.inflated != nil {
+		s.inflated()
 	}
-	spec := recordbatch.BatchSpec{
-		BaseOffset:      h.BaseOffset(),
-		LeaderEpoch:     h.LeaderEpoch(),
-		Codec:           c,
-		LogAppendTime:   h.LogAppendTime(),
-		Transactional:   h.Transactional(),
-		BaseTimestamp:   h.BaseTimestamp(),
-		MaxTimestamp:    h.MaxTimestamp(),
-		ProducerID:      h.ProducerID(),
-		ProducerEpoch:   h.ProducerEpoch(),
-		BaseSequence:    h.BaseSequence(),
-		LastOffsetDelta: h.LastOffsetDelta(),
-	}
-	return recordbatch.Build(spec, recs)
 }

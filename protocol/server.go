@@ -216,6 +216,9 @@ type Server struct {
 	// connDone, if set before serving, is called once a connection has
 	// ended and given back everything it held (tests).
 	connDone func()
+	// inflated, if set before serving, is called each time the produce
+	// path inflates a compressed batch (tests: a batch is inflated once).
+	inflated func()
 
 	// quotas counts connections against max.connections and per IP.
 	quotas *connQuotas

@@ -143,3 +143,40 @@ func (h Header) Spec() BatchSpec {
 		DeleteHorizon:   h.HasDeleteHorizon(),
 	}
 }
+
+// Recompress rebuilds a validated batch with codec c, keeping its header
+// fields and re-encoding its records, as Kafka's LogValidator does when the
+// topic's compression.type names another codec than the producer's.
+// records is the batch's records section already inflated (what
+// ValidateOptions.Keep left), so the batch is not inflated again; for an
+// uncompressed batch it is ignored and the records are read in place.
+func Recompress(batch, records []byte, c Codec) ([]byte, error) {
+	h, err := ParseHeader(batch)
+	if err != nil {
+		return nil, err
+	}
+	if h.Codec() == None {
+		records = batch[HeaderSize:]
+	}
+	w, err := newRecordWalker(h, records, OriginInternal, true)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]Record, 0, w.count)
+	for {
+		var r Record
+		ok, err := w.next(&r)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		recs = append(recs, r)
+	}
+	// Kafka's LogValidator builds the new batch without a delete
+	// horizon (a producer's batch has none to keep).
+	spec := h.Spec()
+	spec.Codec, spec.DeleteHorizon = c, false
+	return Build(spec, recs)
+}

@@ -363,17 +363,9 @@ func unzstd(dst, src []byte, limit int) ([]byte, error) {
 	// The Java producer streams (zstd-jni) and declares no size: decode as
 	// a stream into a buffer that grows up to the bound. Memory is the
 	// frame's window (at most zstdMaxWindow) plus the output.
-	zd, _ := zstdStreamDecoders.Get().(*zstdStream)
-	if zd == nil {
-		d, err := zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecodeAllCapLimit(true), // also stops Reset decoding a bytes.Reader whole
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(zstdMaxWindow))
-		if err != nil {
-			return nil, fmt.Errorf("%w: zstd: %v", ErrCorruptCompressed, err)
-		}
-		zd = &zstdStream{d: d}
+	zd, err := zstdStreamDecoder()
+	if err != nil {
+		return nil, err
 	}
 	defer zstdStreamDecoders.Put(zd)
 	zd.br.Reset(src)

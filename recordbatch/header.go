@@ -40,8 +40,11 @@
 // setters for what the broker rewrites), and the records after
 // decompression (Records, ForEachRecord, Build). Validate checks a whole
 // batch from a producer the way Kafka's produce path does, walking the
-// records of an uncompressed batch without allocating. Decompress and
-// Compress implement the codecs with decompression bounded in memory.
+// records of an uncompressed batch in place and those of a compressed one
+// in one streaming pass over the codec's output (inflate.go), without
+// allocating per record; Recompress rebuilds a batch for another codec
+// from the records Validate kept. Decompress and Compress implement the
+// codecs with decompression bounded in memory.
 //
 // Errors are sentinels matched with errors.Is; errors.go says which Kafka
 // error code each one becomes. Golden vectors from real clients (franz-go

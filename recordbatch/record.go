@@ -109,7 +109,7 @@ func parseRecord(b []byte, r *Record, keepHeaders bool) (int, error) {
 		return 0, fmt.Errorf("%w: bad record length varint", ErrCorruptRecords)
 	}
 	if size < minRecordBody || int(size) > len(b)-n {
-		return 0, fmt.Errorf("%w: record length %d with %d bytes left", ErrCorruptRecords, size, len(b)-n)
+		return 0, recordLengthError(size, len(b)-n)
 	}
 	body := b[n : n+int(size)]
 	rd := recordReader{b: body, p: 1}
@@ -141,6 +141,12 @@ func parseRecord(b []byte, r *Record, keepHeaders bool) (int, error) {
 		return 0, fmt.Errorf("%w: record length %d but fields take %d", ErrCorruptRecords, size, rd.p)
 	}
 	return n + int(size), nil
+}
+
+// recordLengthError says a record's length is impossible: below the
+// smallest record, or past the left bytes that follow its length varint.
+func recordLengthError(size int32, left int) error {
+	return fmt.Errorf("%w: record length %d with %d bytes left", ErrCorruptRecords, size, left)
 }
 
 func sizeBytesField(b []byte) int {

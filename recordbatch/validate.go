@@ -38,6 +38,15 @@ type ValidateOptions struct {
 	MaxDecompressed int
 	// Origin selects the rules; the zero value is OriginClient.
 	Origin Origin
+	// Keep, if not nil, makes Validate inflate a compressed batch whole
+	// into (*Keep)[:0], reusing its capacity, and leave the records
+	// section there (the caller recompresses from it, see Recompress);
+	// an uncompressed batch leaves *Keep untouched. Without it gzip, lz4
+	// and zstd batches are validated as a stream and never held whole.
+	Keep *[]byte
+	// OnInflate, if not nil, is called each time Validate inflates the
+	// batch (a seam for tests that count inflations).
+	OnInflate func()
 }
 
 // Summary is what Validate learned on the way, for the caller.
@@ -85,7 +94,8 @@ const maxPooledBuf = 16 << 20
 // lengths other than -1 as null, and for uncompressed batches it does not
 // check record offset deltas; we reject all of these.
 //
-// An uncompressed batch is walked in place without allocating.
+// An uncompressed batch is walked in place, a compressed one in one pass
+// over its inflated bytes (see inflate.go); neither allocates per record.
 func Validate(b []byte, opts ValidateOptions) (Summary, error) {
 	h, err := checkBatch(b, opts.Origin)
 	if err != nil {
@@ -94,35 +104,47 @@ func Validate(b []byte, opts ValidateOptions) (Summary, error) {
 	s := Summary{Codec: h.Codec(), MaxTimestamp: -1, MinTimestamp: -1,
 		OffsetDeltaOfMaxTimestamp: -1, NullKeyIndex: -1}
 	data := b[HeaderSize:]
-	var pooled *[]byte
+	acc := newSummarizer(h, &s)
 	if s.Codec != None {
 		if opts.MaxDecompressed <= 0 {
 			return Summary{}, fmt.Errorf("%w: MaxDecompressed must be > 0", ErrTooLarge)
 		}
-		pooled, _ = bufPool.Get().(*[]byte)
-		if pooled == nil {
-			pooled = new([]byte)
+		if opts.OnInflate != nil {
+			opts.OnInflate()
 		}
-		data, err = decompress(s.Codec, *pooled, data, opts.MaxDecompressed)
-		if err != nil {
-			bufPool.Put(pooled)
-			return Summary{}, err
+		switch {
+		case opts.Keep != nil:
+			if data, err = decompress(s.Codec, *opts.Keep, data, opts.MaxDecompressed); err != nil {
+				return Summary{}, err
+			}
+			*opts.Keep = data
+		case s.Codec == Snappy:
+			// A raw snappy block has no stream form: inflate it whole
+			// into a pooled buffer (its size is checked before).
+			pooled, _ := bufPool.Get().(*[]byte)
+			if pooled == nil {
+				pooled = new([]byte)
+			}
+			data, err = decompress(s.Codec, *pooled, data, opts.MaxDecompressed)
+			if err != nil {
+				bufPool.Put(pooled)
+				return Summary{}, err
+			}
+			if cap(data) <= maxPooledBuf {
+				*pooled = data[:0]
+			}
+			defer bufPool.Put(pooled)
+		default:
+			return validateStream(h, data, opts, s)
 		}
-		if cap(data) <= maxPooledBuf {
-			*pooled = data[:0]
-		}
-		defer bufPool.Put(pooled)
 	}
-	s.RecordBytes = len(data)
 
-	logAppend := h.LogAppendTime()
-	base := h.BaseTimestamp()
 	w, err := newRecordWalker(h, data, opts.Origin, false)
 	if err != nil {
 		return Summary{}, err
 	}
 	var r Record
-	for i := 0; ; i++ {
+	for {
 		ok, err := w.next(&r)
 		if err != nil {
 			return Summary{}, err
@@ -130,22 +152,42 @@ func Validate(b []byte, opts ValidateOptions) (Summary, error) {
 		if !ok {
 			break
 		}
-		if r.Key == nil && s.NullKeyIndex < 0 {
-			s.NullKeyIndex = i
-		}
-		ts := base + r.TimestampDelta
-		if logAppend {
-			ts = h.MaxTimestamp()
-		}
-		if i == 0 || ts > s.MaxTimestamp {
-			s.MaxTimestamp, s.OffsetDeltaOfMaxTimestamp = ts, r.OffsetDelta
-		}
-		if i == 0 || ts < s.MinTimestamp {
-			s.MinTimestamp = ts
-		}
+		acc.add(&r)
 	}
+	s.RecordBytes = len(data)
 	s.Records = int(h.RecordCount())
 	return s, nil
+}
+
+// summarizer accumulates a Summary from the records, in order.
+type summarizer struct {
+	s          *Summary
+	i          int
+	base       int64 // the batch's base timestamp
+	logAppend  bool  // LogAppendTime: every record's timestamp is appendTime
+	appendTime int64
+}
+
+func newSummarizer(h Header, s *Summary) summarizer {
+	return summarizer{s: s, base: h.BaseTimestamp(), logAppend: h.LogAppendTime(), appendTime: h.MaxTimestamp()}
+}
+
+func (a *summarizer) add(r *Record) {
+	s := a.s
+	if r.Key == nil && s.NullKeyIndex < 0 {
+		s.NullKeyIndex = a.i
+	}
+	ts := a.base + r.TimestampDelta
+	if a.logAppend {
+		ts = a.appendTime
+	}
+	if a.i == 0 || ts > s.MaxTimestamp {
+		s.MaxTimestamp, s.OffsetDeltaOfMaxTimestamp = ts, r.OffsetDelta
+	}
+	if a.i == 0 || ts < s.MinTimestamp {
+		s.MinTimestamp = ts
+	}
+	a.i++
 }
 
 // checkBatch checks everything about b that needs no decompression, in
@@ -212,39 +254,63 @@ func newRecordWalker(h Header, data []byte, origin Origin, keepHeaders bool) (re
 	if count < 0 || count > len(data)/minRecordSize {
 		return recordWalker{}, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrCorruptRecords, count, len(data))
 	}
-	return recordWalker{data: data, count: count, origin: origin, last: h.LastOffsetDelta(),
-		prev: -1, keepHeaders: keepHeaders}, nil
+	w := walkerFor(h, origin, keepHeaders)
+	w.data = data
+	return w, nil
+}
+
+// walkerFor is a walker of h's records with no data, for a stream. A
+// count the data cannot hold shows as a truncated record at its end.
+// REQUIRES: h passed checkBatch (the count is >= 0).
+func walkerFor(h Header, origin Origin, keepHeaders bool) recordWalker {
+	return recordWalker{count: int(h.RecordCount()), origin: origin, last: h.LastOffsetDelta(),
+		prev: -1, keepHeaders: keepHeaders}
 }
 
 // next parses the next record into r; false with a nil error at the end.
 func (w *recordWalker) next(r *Record) (bool, error) {
 	if w.i == w.count {
-		if w.p != len(w.data) {
-			return false, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptRecords, len(w.data)-w.p, w.count)
-		}
-		// A client's last record carries lastOffsetDelta; a compacted
-		// batch may end before it (its last records were cleaned away).
-		if w.count > 0 && w.origin == OriginClient && w.prev != int64(w.last) {
-			return false, fmt.Errorf("%w: last offset delta %d, header says %d", ErrCorruptRecords, w.prev, w.last)
-		}
-		return false, nil
+		return w.finish(len(w.data) - w.p)
 	}
 	n, err := parseRecord(w.data[w.p:], r, w.keepHeaders)
 	if err != nil {
 		return false, fmt.Errorf("record %d: %w", w.i, err)
 	}
 	w.p += n
+	if err := w.accept(r); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// accept checks the offset delta of the parsed record r against the
+// origin's rules and counts it.
+func (w *recordWalker) accept(r *Record) error {
 	d := int64(r.OffsetDelta)
 	if w.origin == OriginClient {
 		if d != int64(w.i) {
-			return false, fmt.Errorf("%w: record %d has offset delta %d", ErrCorruptRecords, w.i, d)
+			return fmt.Errorf("%w: record %d has offset delta %d", ErrCorruptRecords, w.i, d)
 		}
 	} else if d <= w.prev || d > int64(w.last) {
-		return false, fmt.Errorf("%w: record %d has offset delta %d after %d, last %d", ErrCorruptRecords, w.i, d, w.prev, w.last)
+		return fmt.Errorf("%w: record %d has offset delta %d after %d, last %d", ErrCorruptRecords, w.i, d, w.prev, w.last)
 	}
 	w.prev = d
 	w.i++
-	return true, nil
+	return nil
+}
+
+// finish checks the end of the records: no bytes left over after the
+// last one, and for a client the last offset delta the header claims.
+func (w *recordWalker) finish(leftover int) (bool, error) {
+	if leftover != 0 {
+		return false, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptRecords, leftover, w.count)
+	}
+	// A client's last record carries lastOffsetDelta; a compacted
+	// batch may end before it (its last records were cleaned away).
+	if w.count > 0 && w.origin == OriginClient && w.prev != int64(w.last) {
+		return false, fmt.Errorf("%w: last offset delta %d, header says %d", ErrCorruptRecords, w.prev, w.last)
+	}
+	return false, nil
 }
 
 // Records decodes the records of one whole batch, decompressing within

@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -49,6 +50,9 @@ var (
 	flagLatencyDur = flag.Duration("latency-duration", 10*time.Second, "how long each latency run produces")
 	flagBinary     = flag.String("binary", "", "kcompatd binary to measure (default: build ./cmd/kcompatd)")
 	flagVerbose    = flag.Bool("v", false, "print the broker's log")
+	flagCodec      = flag.String("compression", "none", "producer compression for the throughput runs: none, gzip, snappy, lz4 or zstd; with a codec the values are compressible JSON-like text instead of random bytes")
+	flagDebugAddr  = flag.String("debug-addr", "", "pass --debug-addr `ADDR` (a loopback host:port) to the throughput runs' broker, to take profiles from it while it runs")
+	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency")
 )
 
 func main() {
@@ -86,47 +90,75 @@ func run() error {
 	var rows [][]string
 	add := func(cols ...string) { rows = append(rows, cols) }
 
-	// Start-up.
-	progress("measuring start-up (%d starts)", *flagStarts)
-	var startups []time.Duration
-	var rss []float64
-	for range *flagStarts {
-		d, r, err := measureStartup(bin, tmp)
-		if err != nil {
-			return err
+	measure := map[string]bool{}
+	for _, m := range strings.Split(*flagMeasure, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "startup", "throughput", "produce", "latency":
+			measure[m] = true
+		default:
+			return fmt.Errorf("unknown measurement %q", m)
 		}
-		startups = append(startups, d)
-		rss = append(rss, float64(r))
 	}
-	add("start-up to served Metadata (empty data dir)", fmt.Sprintf("%.1f ms", ms(median(startups))), "", "", fmt.Sprintf("median of %d", len(startups)))
-	add("resident memory when idle", fmt.Sprintf("%.1f MB", medianF(rss)/1e6), "", "", "after start-up, no topics")
+	codec, ok := codecs[*flagCodec]
+	if !ok {
+		return fmt.Errorf("unknown compression %q", *flagCodec)
+	}
+
+	// Start-up.
+	if measure["startup"] {
+		progress("measuring start-up (%d starts)", *flagStarts)
+		var startups []time.Duration
+		var rss []float64
+		for range *flagStarts {
+			d, r, err := measureStartup(bin, tmp)
+			if err != nil {
+				return err
+			}
+			startups = append(startups, d)
+			rss = append(rss, float64(r))
+		}
+		add("start-up to served Metadata (empty data dir)", fmt.Sprintf("%.1f ms", ms(median(startups))), "", "", fmt.Sprintf("median of %d", len(startups)))
+		add("resident memory when idle", fmt.Sprintf("%.1f MB", medianF(rss)/1e6), "", "", "after start-up, no topics")
+	}
 
 	// Throughput.
-	var prod, cons []throughput
-	idempotent := false
-	for i := range *flagRuns {
-		progress("throughput run %d/%d: %d MB", i+1, *flagRuns, *flagSize>>20)
-		p, c, idem, err := measureThroughput(bin, tmp)
-		if err != nil {
-			return err
-		}
-		idempotent = idem
-		prod = append(prod, p)
-		cons = append(cons, c)
-	}
 	acks := "acks=all, not idempotent (broker lacks InitProducerId)"
-	if idempotent {
-		acks = "acks=all, idempotent"
-	}
-	for _, x := range []struct {
-		name, cond string
-		runs       []throughput
-	}{{"produce", acks, prod}, {"consume", "from the start of the produced log", cons}} {
-		add(x.name+" throughput",
-			fmt.Sprintf("%.0f MB/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.mbps }))),
-			fmt.Sprintf("%.0f rec/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.rps }))),
-			fmt.Sprintf("%.2f CPU-s/GB", medianF(mapT(x.runs, func(t throughput) float64 { return t.cpuPerGB }))),
-			fmt.Sprintf("%d B records, %d partitions, %s; median of %d", *flagRecordSize, *flagPartitions, x.cond, len(x.runs)))
+	if measure["throughput"] || measure["produce"] {
+		consume := measure["throughput"]
+		var prod, cons []throughput
+		idempotent := false
+		for i := range *flagRuns {
+			progress("throughput run %d/%d: %d MB", i+1, *flagRuns, *flagSize>>20)
+			p, c, idem, err := measureThroughput(bin, tmp, codec, consume)
+			if err != nil {
+				return err
+			}
+			progress("produce %.0f MB/s, %.2f CPU-s/GB", p.mbps, p.cpuPerGB)
+			idempotent = idem
+			prod = append(prod, p)
+			cons = append(cons, c)
+		}
+		if idempotent {
+			acks = "acks=all, idempotent"
+		}
+		runs := []struct {
+			name, cond string
+			runs       []throughput
+		}{{"produce", acks + ", compression " + *flagCodec, prod}}
+		if consume {
+			runs = append(runs, struct {
+				name, cond string
+				runs       []throughput
+			}{"consume", "from the start of the produced log", cons})
+		}
+		for _, x := range runs {
+			cpu := mapT(x.runs, func(t throughput) float64 { return t.cpuPerGB })
+			add(x.name+" throughput",
+				fmt.Sprintf("%.0f MB/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.mbps }))),
+				fmt.Sprintf("%.0f rec/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.rps }))),
+				fmt.Sprintf("%.2f CPU-s/GB (%.2f-%.2f)", medianF(cpu), slices.Min(cpu), slices.Max(cpu)),
+				fmt.Sprintf("%d B records, %d partitions, %s; median of %d", *flagRecordSize, *flagPartitions, x.cond, len(x.runs)))
+		}
 	}
 
 	// Latency.
@@ -137,6 +169,9 @@ func run() error {
 		{"default flush policy", nil},
 		{"log.flush.interval.messages=1", []string{"log.flush.interval.messages=1"}},
 	} {
+		if !measure["latency"] {
+			break
+		}
 		var p50s, p99s []time.Duration
 		for i := range *flagRuns {
 			progress("latency run %d/%d (%s)", i+1, *flagRuns, lc.name)
@@ -194,11 +229,16 @@ func medianF(fs []float64) float64 {
 }
 
 func start(bin, tmp string, configs ...string) (*harness.Broker, string, error) {
+	return startArgs(bin, tmp, nil, configs...)
+}
+
+// startArgs is start with extra command-line arguments for the broker.
+func startArgs(bin, tmp string, args []string, configs ...string) (*harness.Broker, string, error) {
 	dir, err := os.MkdirTemp(tmp, "data-")
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Logf: logf})
+	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Args: args, Logf: logf})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
@@ -351,10 +391,23 @@ func createTopic(b *harness.Broker, name string) error {
 	return resp.Err
 }
 
-// measureThroughput produces -size bytes, then consumes them back, on a
-// fresh broker.
-func measureThroughput(bin, tmp string) (prod, cons throughput, idempotent bool, err error) {
-	b, dir, err := start(bin, tmp)
+// codecs are the values of -compression.
+var codecs = map[string]kgo.CompressionCodec{
+	"none":   kgo.NoCompression(),
+	"gzip":   kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(),
+	"lz4":    kgo.Lz4Compression(),
+	"zstd":   kgo.ZstdCompression(),
+}
+
+// measureThroughput produces -size bytes of values compressed with codec,
+// then, if consume, consumes them back, on a fresh broker.
+func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool) (prod, cons throughput, idempotent bool, err error) {
+	var args []string
+	if *flagDebugAddr != "" {
+		args = []string{"--debug-addr", *flagDebugAddr}
+	}
+	b, dir, err := startArgs(bin, tmp, args)
 	if err != nil {
 		return prod, cons, false, err
 	}
@@ -369,15 +422,24 @@ func measureThroughput(bin, tmp string) (prod, cons throughput, idempotent bool,
 	n := int(*flagSize / int64(*flagRecordSize))
 	bytesTotal := float64(n) * float64(*flagRecordSize)
 
-	// A pool of random values: incompressible, and not one value reused
-	// everywhere.
+	// A pool of values, not one value reused everywhere: random bytes
+	// (incompressible) without compression, JSON-like text with it.
 	values := make([][]byte, 64)
+	keys := make([][]byte, 1024)
+	compressed := *flagCodec != "none"
 	for i := range values {
-		values[i] = make([]byte, *flagRecordSize)
-		_, _ = rand.Read(values[i])
+		if compressed {
+			values[i] = eventValue(*flagRecordSize)
+		} else {
+			values[i] = make([]byte, *flagRecordSize)
+			_, _ = rand.Read(values[i])
+		}
+	}
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user-%08d", i*7919%100000000)
 	}
 
-	cl, err := newClient(b, append(producerOpts(idempotent), kgo.MaxBufferedBytes(256<<20))...)
+	cl, err := newClient(b, append(producerOpts(idempotent), kgo.MaxBufferedBytes(256<<20), kgo.ProducerBatchCompression(codec))...)
 	if err != nil {
 		return prod, cons, idempotent, err
 	}
@@ -391,7 +453,11 @@ func measureThroughput(bin, tmp string) (prod, cons throughput, idempotent bool,
 	}
 	t0 := time.Now()
 	for i := range n {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+		r := &kgo.Record{Topic: topic, Value: values[i%len(values)]}
+		if compressed {
+			r.Key = keys[i%len(keys)]
+		}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.CompareAndSwap(nil, &err)
 			}
@@ -414,6 +480,9 @@ func measureThroughput(bin, tmp string) (prod, cons throughput, idempotent bool,
 		mbps:     bytesTotal / 1e6 / wall.Seconds(),
 		rps:      float64(n) / wall.Seconds(),
 		cpuPerGB: (cpu1 - cpu0).Seconds() / (bytesTotal / 1e9),
+	}
+	if !consume {
+		return prod, cons, idempotent, nil
 	}
 
 	// Consume everything back.
@@ -554,4 +623,21 @@ func measureLatency(bin, tmp string, configs []string) (p50, p99 time.Duration, 
 	}
 	slices.Sort(lat)
 	return lat[len(lat)*50/100], lat[len(lat)*99/100], nil
+}
+
+// eventValue is n bytes of JSON-like event text, compressing about as logs
+// and events do (3-4x with lz4 or zstd): repeated field names, words from a
+// small vocabulary, random ids and numbers.
+func eventValue(n int) []byte {
+	words := []string{"checkout", "login", "search", "view", "cart", "payment", "shipped", "refund", "mobile", "desktop", "eu-west-1", "us-east-2"}
+	var r [16]byte
+	v := make([]byte, 0, n+128)
+	for len(v) < n {
+		_, _ = rand.Read(r[:])
+		u := binary.BigEndian.Uint64(r[:])
+		w := binary.BigEndian.Uint64(r[8:])
+		v = fmt.Appendf(v, `{"id":"%016x","ts":%d,"event":"%s","device":"%s","amount":%d.%02d,"session":"%08x"},`,
+			u, 1700000000000+w%1e9, words[w%uint64(len(words))], words[(w>>8)%uint64(len(words))], (w>>16)%1000, (w>>32)%100, uint32(u>>7))
+	}
+	return v[:n]
 }
