@@ -311,13 +311,13 @@ func (g *group) writeConsumer(recs []recordbatch.Record) error {
 	return nil
 }
 
-// storeConsumerMember writes a member's records and the group epoch;
+// consumerMemberRecords are a member's records and the group epoch;
 // replaced is a static member it took over from. As Kafka's
 // replaceStaticMember: the old member's tombstones, then the new
 // member's subscription, its target assignment (the old member's,
 // inherited: the target epoch does not move, so no target is computed
 // that would write it) and its current assignment.
-func (g *group) storeConsumerMember(m, replaced *cgMember) error {
+func (g *group) consumerMemberRecords(m, replaced *cgMember) []recordbatch.Record {
 	var recs []recordbatch.Record
 	member := g.cgMemberRecords(m)
 	if replaced != nil && replaced.id != m.id {
@@ -326,8 +326,7 @@ func (g *group) storeConsumerMember(m, replaced *cgMember) error {
 	} else {
 		recs = append(recs, member...)
 	}
-	recs = append(recs, g.cgMetadataRecord())
-	return g.writeConsumer(recs)
+	return append(recs, g.cgMetadataRecord())
 }
 
 // storeConsumerRemoval writes a removed member's tombstones and the group
@@ -336,8 +335,8 @@ func (g *group) storeConsumerRemoval(m *cgMember) error {
 	return g.writeConsumer(append(g.cgMemberTombstones(m.id), g.cgMetadataRecord()))
 }
 
-// storeTargetAssignment writes the target assignment, then its epoch.
-func (g *group) storeTargetAssignment() error {
+// targetAssignmentRecords are the target assignment, then its epoch.
+func (g *group) targetAssignmentRecords() []recordbatch.Record {
 	recs := append([]recordbatch.Record{g.cgMetadataRecord()}, g.cgTargetRecords()...)
 	// Members that left the target since the last write.
 	for k := range g.cg.written {
@@ -352,7 +351,7 @@ func (g *group) storeTargetAssignment() error {
 			}
 		}
 	}
-	return g.writeConsumer(recs)
+	return recs
 }
 
 // cgTombstones are the tombstones of every consumer group record written,
