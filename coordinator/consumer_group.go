@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"cmp"
 	"hash/fnv"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -360,6 +361,10 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		old = existing
 	}
 
+	// Nothing changes in memory unless the heartbeat's records are
+	// written: a failed write reverts to this (Kafka's coordinator
+	// reverts its timeline snapshot and fails the request).
+	snap := cg.snapshot()
 	bump := false
 	switch {
 	case replaced != nil:
@@ -425,8 +430,9 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		cg.epoch++
 		g.log.Debug().Int32("group_epoch", cg.epoch).Str("member", m.id).Msg("bumped consumer group epoch")
 	}
+	var recs []recordbatch.Record
 	if cg.epoch > cg.assignmentEpoch {
-		g.computeTargetAssignment()
+		recs = g.computeTargetAssignment()
 	}
 	var owned partSet
 	if req.Topics != nil {
@@ -448,8 +454,8 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	} else {
 		m.revocationDeadline = time.Time{}
 	}
-	if err := g.storeConsumerMember(m, replaced); err != nil {
-		g.log.Error().Err(err).Msg("writing consumer group records failed")
+	if err := g.writeConsumer(append(recs, g.consumerMemberRecords(m, replaced)...)); err != nil {
+		return nil, g.revertConsumer(snap, m.id, err)
 	}
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{
 		Version:                 req.Version,
@@ -530,29 +536,68 @@ func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.Co
 	id := m.id
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{Version: req.Version, MemberID: &id, MemberEpoch: req.MemberEpoch,
 		HeartbeatIntervalMillis: int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)}
+	snap := cg.snapshot()
 	if req.MemberEpoch == leaveStaticEpoch {
 		m.previousEpoch, m.epoch = m.epoch, leaveStaticEpoch
 		m.revocationDeadline = time.Time{}
-		g.log.Info().Str("member", m.id).Str("instance_id", *m.instanceID).Msg("static member left consumer group temporarily")
-		if err := g.storeConsumerMember(m, nil); err != nil {
-			g.log.Error().Err(err).Msg("writing consumer group records failed")
+		if err := g.writeConsumer(g.consumerMemberRecords(m, nil)); err != nil {
+			return nil, g.revertConsumer(snap, id, err)
 		}
+		g.log.Info().Str("member", m.id).Str("instance_id", *m.instanceID).Msg("static member left consumer group temporarily")
 		return resp, nil
 	}
-	g.log.Info().Str("member", m.id).Msg("member left consumer group")
-	g.fenceCGMember(m)
+	if err := g.fenceCGMember(m); err != nil {
+		return nil, g.revertConsumer(snap, id, err)
+	}
+	g.log.Info().Str("member", id).Msg("member left consumer group")
 	return resp, nil
+}
+
+// revertConsumer puts back the group as it was before a change whose
+// records could not be written, and is the heartbeat's error: Kafka's
+// mapping of the write's error (NOT_COORDINATOR for a storage error,
+// COORDINATOR_NOT_AVAILABLE when the log is gone).
+func (g *group) revertConsumer(snap *consumerGroup, memberID string, err error) *heartbeatError {
+	g.cg = snap
+	g.log.Error().Err(err).Str("member", memberID).Msg("writing consumer group records failed; the change is not applied")
+	return &heartbeatError{storeErrorCode(err), ""}
 }
 
 // fenceCGMember removes a member (left, session or revocation timeout):
 // its partitions are free, the group epoch moves and the next heartbeat
 // computes a new target assignment (Kafka's consumerGroupFenceMember).
-func (g *group) fenceCGMember(m *cgMember) {
+// On an error the records were not written and the caller reverts.
+func (g *group) fenceCGMember(m *cgMember) error {
 	g.removeCGMember(m, true)
 	g.cg.epoch++
-	if err := g.storeConsumerRemoval(m); err != nil {
-		g.log.Error().Err(err).Msg("writing consumer group records failed")
+	return g.storeConsumerRemoval(m)
+}
+
+// snapshot is a deep copy of the group's state: what a change whose
+// records are not written reverts to. The written map is shared: it only
+// changes when a write succeeds.
+func (cg *consumerGroup) snapshot() *consumerGroup {
+	s := *cg
+	s.members = make(map[string]*cgMember, len(cg.members))
+	for id, m := range cg.members {
+		c := *m
+		c.assigned, c.pendingRevocation = m.assigned.clone(), m.pendingRevocation.clone()
+		c.assignedAt = maps.Clone(m.assignedAt)
+		s.members[id] = &c
 	}
+	s.static = maps.Clone(cg.static)
+	s.target = make(map[string]partSet, len(cg.target))
+	for id, t := range cg.target {
+		s.target[id] = t.clone()
+	}
+	s.owner = maps.Clone(cg.owner)
+	s.regexes = make(map[string]*resolvedRegex, len(cg.regexes))
+	for expr, r := range cg.regexes {
+		c := *r
+		c.topics = slices.Clone(r.topics)
+		s.regexes[expr] = &c
+	}
+	return &s
 }
 
 // removeCGMember drops a member and frees its partitions; with target its
@@ -795,8 +840,9 @@ func compileSubscriptionRegex(expr string) (*regexp.Regexp, error) {
 }
 
 // computeTargetAssignment runs the group's assignor over the members'
-// subscriptions and makes the result the target at the group epoch.
-func (g *group) computeTargetAssignment() {
+// subscriptions and makes the result the target at the group epoch; it
+// returns the records to write.
+func (g *group) computeTargetAssignment() []recordbatch.Record {
 	cg := g.cg
 	g.dropUnusedRegexes()
 	name := g.preferredAssignor()
@@ -821,9 +867,7 @@ func (g *group) computeTargetAssignment() {
 	}
 	cg.assignmentEpoch = cg.epoch
 	g.log.Info().Int32("group_epoch", cg.epoch).Str("assignor", name).Int("members", len(cg.members)).Msg("computed consumer group target assignment")
-	if err := g.storeTargetAssignment(); err != nil {
-		g.log.Error().Err(err).Msg("writing consumer group target assignment failed")
-	}
+	return g.targetAssignmentRecords()
 }
 
 // preferredAssignor is Kafka's: the server assignor most members name
@@ -870,14 +914,32 @@ func (g *group) cgOnTimer(now time.Time) {
 		}
 	}
 	slices.SortFunc(due, func(a, b *cgMember) int { return cmp.Compare(a.id, b.id) })
-	for _, m := range due {
-		if !m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now) {
+	for _, d := range due {
+		m := g.cg.members[d.id] // a revert below replaces the members
+		revoking := !m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now)
+		if revoking {
 			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("member did not revoke its partitions within the rebalance timeout; fencing it")
 		} else {
 			g.log.Info().Str("member", m.id).Dur("session_timeout", g.c.cfg.ConsumerSessionTimeout).Msg("consumer group member session expired; fencing it")
 		}
-		g.fenceCGMember(m)
+		snap := g.cg.snapshot()
+		if err := g.fenceCGMember(m); err != nil {
+			// Kept, and fenced again later (Kafka retries a failed
+			// timer operation after a backoff).
+			g.revertConsumer(snap, m.id, err)
+			m = g.cg.members[m.id]
+			if revoking {
+				m.revocationDeadline = now.Add(fenceRetryBackoff)
+			} else {
+				m.sessionDeadline = now.Add(fenceRetryBackoff)
+			}
+		}
 	}
 }
+
+// fenceRetryBackoff is how long a member whose removal could not be
+// written is kept before it is fenced again (Kafka's coordinator timer
+// retries after 500 ms).
+const fenceRetryBackoff = 500 * time.Millisecond
 
 func itoa(n int) string { return strconv.Itoa(n) }

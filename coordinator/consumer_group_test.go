@@ -273,22 +273,31 @@ func TestConsumerGroupFencing(t *testing.T) {
 	}
 }
 
+// staticAndDynamic makes a group g over a topic t of 4 partitions, with
+// a static member a (instance inst) and a dynamic one b, reconciled: a
+// owns kept, 2 partitions.
+func staticAndDynamic(e *env, inst *string) (a, b *cgClient, kept partSet) {
+	e.t.Helper()
+	e.topic("t", 4)
+	a = e.newClient("g", "a", "t")
+	a.instance = inst
+	b = e.newClient("g", "b", "t")
+	a.ok()
+	b.ok()
+	a.ok()
+	a.ok()
+	b.ok()
+	kept = a.owned.clone()
+	if len(kept) != 2 {
+		e.t.Fatalf("a owns %d", len(kept))
+	}
+	return a, b, kept
+}
+
 func TestConsumerGroupStaticMember(t *testing.T) {
 	e := newEnv(t, nil)
-	e.topic("t", 4)
 	inst := "instance-1"
-	a := e.newClient("g", "a", "t")
-	a.instance = &inst
-	b := e.newClient("g", "b", "t")
-	a.ok()
-	b.ok()
-	a.ok()
-	a.ok()
-	b.ok()
-	kept := a.owned.clone()
-	if len(kept) != 2 {
-		t.Fatalf("a owns %d", len(kept))
-	}
+	a, b, kept := staticAndDynamic(e, &inst)
 	// The same member rejoining in place (after FENCED_MEMBER_EPOCH, or a
 	// lost answer) is given its partitions again.
 	a.epoch, a.owned = 0, partSet{}

@@ -257,15 +257,20 @@ func (g *group) cgTargetRecords() []recordbatch.Record {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		w := valueWriter()
-		w.topicPartitions(g.cg.target[id])
-		w.noTags()
-		recs = append(recs, recordbatch.Record{Key: consumerKey(recConsumerGroupTargetMember, g.id, &id), Value: w.b})
+		recs = append(recs, g.cgTargetMemberRecord(id))
 	}
 	w := valueWriter()
 	w.i32(g.cg.assignmentEpoch)
 	w.noTags()
 	return append(recs, recordbatch.Record{Key: consumerKey(recConsumerGroupTargetMetadata, g.id, nil), Value: w.b})
+}
+
+// cgTargetMemberRecord is one member's target assignment.
+func (g *group) cgTargetMemberRecord(memberID string) recordbatch.Record {
+	w := valueWriter()
+	w.topicPartitions(g.cg.target[memberID])
+	w.noTags()
+	return recordbatch.Record{Key: consumerKey(recConsumerGroupTargetMember, g.id, &memberID), Value: w.b}
 }
 
 // cgMemberTombstones are the member's records' tombstones, in Kafka's
@@ -306,16 +311,22 @@ func (g *group) writeConsumer(recs []recordbatch.Record) error {
 	return nil
 }
 
-// storeConsumerMember writes a member's records and the group epoch;
-// replaced is a static member it took over from.
-func (g *group) storeConsumerMember(m, replaced *cgMember) error {
+// consumerMemberRecords are a member's records and the group epoch;
+// replaced is a static member it took over from. As Kafka's
+// replaceStaticMember: the old member's tombstones, then the new
+// member's subscription, its target assignment (the old member's,
+// inherited: the target epoch does not move, so no target is computed
+// that would write it) and its current assignment.
+func (g *group) consumerMemberRecords(m, replaced *cgMember) []recordbatch.Record {
 	var recs []recordbatch.Record
+	member := g.cgMemberRecords(m)
 	if replaced != nil && replaced.id != m.id {
 		recs = append(recs, g.cgMemberTombstones(replaced.id)...)
+		recs = append(recs, member[0], g.cgTargetMemberRecord(m.id), member[1])
+	} else {
+		recs = append(recs, member...)
 	}
-	recs = append(recs, g.cgMemberRecords(m)...)
-	recs = append(recs, g.cgMetadataRecord())
-	return g.writeConsumer(recs)
+	return append(recs, g.cgMetadataRecord())
 }
 
 // storeConsumerRemoval writes a removed member's tombstones and the group
@@ -324,8 +335,8 @@ func (g *group) storeConsumerRemoval(m *cgMember) error {
 	return g.writeConsumer(append(g.cgMemberTombstones(m.id), g.cgMetadataRecord()))
 }
 
-// storeTargetAssignment writes the target assignment, then its epoch.
-func (g *group) storeTargetAssignment() error {
+// targetAssignmentRecords are the target assignment, then its epoch.
+func (g *group) targetAssignmentRecords() []recordbatch.Record {
 	recs := append([]recordbatch.Record{g.cgMetadataRecord()}, g.cgTargetRecords()...)
 	// Members that left the target since the last write.
 	for k := range g.cg.written {
@@ -340,7 +351,7 @@ func (g *group) storeTargetAssignment() error {
 			}
 		}
 	}
-	return g.writeConsumer(recs)
+	return recs
 }
 
 // cgTombstones are the tombstones of every consumer group record written,

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/partition"
 )
 
@@ -23,6 +24,7 @@ type env struct {
 	store *partition.Store
 	c     *Coordinator
 	cfg   Config
+	fs    vfs.FS // nil: the OS's, in dir
 }
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
@@ -41,7 +43,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := partition.Open(partition.Config{Dir: e.dir, Clock: e.clk, Logger: zerolog.New(zerolog.NewTestWriter(e.t))})
+	st, err := partition.Open(partition.Config{Dir: e.dir, FS: e.fs, Clock: e.clk, Logger: zerolog.New(zerolog.NewTestWriter(e.t))})
 	if err != nil {
 		e.t.Fatal(err)
 	}
