@@ -345,6 +345,10 @@ type ConfigWarning struct {
 const (
 	WarnUnknown    = "ignoring unknown or unsupported property"
 	WarnSingleNode = "ignoring property that has no effect on a single-node broker"
+	// WarnNoSuchListener: a listener.name.<l>.* override whose <l> names
+	// no configured listener (Kafka ignores it silently; a typo there
+	// would leave, say, client authentication off without a word).
+	WarnNoSuchListener = "ignoring override for a listener that listeners does not name"
 )
 
 // property is one broker property of the root Config: its definition
@@ -935,6 +939,7 @@ func ParseConfig(props map[string]string) (Config, []ConfigWarning, error) {
 			warnings = append(warnings, ConfigWarning{Property: name, Reason: WarnUnknown})
 		}
 	}
+	warnings = append(warnings, c.unmatchedListenerOverrides()...)
 	sort.Slice(warnings, func(i, j int) bool { return warnings[i].Property < warnings[j].Property })
 
 	// Check ranges only for what parsed: a value that did not parse has
@@ -954,6 +959,27 @@ func ParseConfig(props map[string]string) (Config, []ConfigWarning, error) {
 		}
 	}
 	return c, warnings, joinConfigErrors(errs)
+}
+
+// unmatchedListenerOverrides warns of the listener overrides whose
+// listener name (lower case, as Kafka's prefix has it) is not one of
+// listeners'.
+func (c *Config) unmatchedListenerOverrides() []ConfigWarning {
+	eps, err := parseEndpoints(c.Listeners)
+	if err != nil {
+		return nil // reported against listeners
+	}
+	var out []ConfigWarning
+	for name := range c.ListenerProperties {
+		matched := false
+		for _, ep := range eps {
+			matched = matched || strings.HasPrefix(name, listenerPrefix(ep.name))
+		}
+		if !matched {
+			out = append(out, ConfigWarning{Property: name, Reason: WarnNoSuchListener})
+		}
+	}
+	return out
 }
 
 // asConfigError words a configdef error (or another) as a ConfigError.

@@ -101,3 +101,25 @@ func TestListenerConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// An override naming no configured listener (a typo, or a listener left
+// out of listeners) is warned about, not applied silently.
+func TestListenerOverrideForNoListenerWarns(t *testing.T) {
+	_, warnings, err := ParseConfig(map[string]string{
+		"listeners":                         "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+		"listener.name.ssl.ssl.client.auth": "required",
+		"listener.name.sll.ssl.client.auth": "required",
+	})
+	if err != nil && !strings.Contains(err.Error(), "keystore") {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range warnings {
+		if w.Reason == WarnNoSuchListener {
+			got = append(got, w.Property)
+		}
+	}
+	if len(got) != 1 || got[0] != "listener.name.sll.ssl.client.auth" {
+		t.Fatalf("warnings %v", warnings)
+	}
+}
