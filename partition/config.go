@@ -84,7 +84,7 @@ func ValidateTopicName(name string) error {
 
 // IsInternalTopic reports Kafka's internal topics.
 func IsInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 // withDefaults returns DefaultLogConfig for a zero c, and otherwise fills

@@ -27,6 +27,7 @@ const (
 	CleanupPolicyConfig   = "cleanup.policy"
 	CompressionTypeConfig = "compression.type"
 	SegmentBytesConfig    = "segment.bytes"
+	RetentionMsConfig     = "retention.ms"
 
 	minCompactionLagConfig = "min.compaction.lag.ms"
 	maxCompactionLagConfig = "max.compaction.lag.ms"
@@ -484,7 +485,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "retention.ms", Type: configdef.Long, Default: "604800000", Range: configdef.AtLeast(-1),
+		Def: configdef.Def{Name: RetentionMsConfig, Type: configdef.Long, Default: "604800000", Range: configdef.AtLeast(-1),
 			Doc: "This configuration controls the maximum time we will retain a log before we will discard old log segments to free up space if we are using the \"delete\" retention policy. This represents an SLA on how soon consumers must read their data. If set to -1, no time limit is applied. Additionally, retention.ms configuration operates independently of \"segment.ms\" and \"segment.bytes\" configurations. Moreover, it triggers the rolling of new segment if the retention.ms condition is satisfied."},
 		negativeIsUnlimited: true,
 		apply:               func(c *LogConfig, v configdef.Value) { c.RetentionMs = v.Int },

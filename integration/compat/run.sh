@@ -11,7 +11,8 @@
 #                          (kafka-python kafka-python-0.11 confluent-kafka
 #                          confluent-admin kafkajs java java-admin
 #                          kafka-python-next confluent-kafka-next kafkajs-next
-#                          java-next;
+#                          java-next; and, outside the default list,
+#                          java-share: the KafkaShareConsumer, KIP-932;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
 #                          kafka-python-0.11 pins the oldest request versions
@@ -41,6 +42,9 @@ FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafk
 # Consumer groups, idempotence and transactions.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
+# Known clients outside the default list, run with COMPAT_ONLY: share
+# groups (KIP-932; the default list gets it once kcompatd serves them).
+EXTRA_CLIENTS="java-share"
 CLIENTS=${COMPAT_ONLY:-$ALL_CLIENTS}
 CLIENT_TIMEOUT=${COMPAT_CLIENT_TIMEOUT:-180}
 INSTALL_TIMEOUT=${COMPAT_INSTALL_TIMEOUT:-900}
@@ -54,9 +58,9 @@ esac
 read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
 
 for c in $CLIENTS; do
-  case " $ALL_CLIENTS " in
+  case " $ALL_CLIENTS $EXTRA_CLIENTS " in
     *" $c "*) ;;
-    *) echo "compat: unknown client '$c' (known: $ALL_CLIENTS)" >&2; exit 2 ;;
+    *) echo "compat: unknown client '$c' (known: $ALL_CLIENTS $EXTRA_CLIENTS)" >&2; exit 2 ;;
   esac
 done
 for tool in timeout "$PYTHON" node npm java mvn; do
@@ -192,6 +196,9 @@ start_oracle() {
     echo "transaction.state.log.replication.factor=1"
     echo "transaction.state.log.min.isr=1"
     echo "group.initial.rebalance.delay.ms=0"
+    echo "share.coordinator.state.topic.replication.factor=1"
+    echo "share.coordinator.state.topic.min.isr=1"
+    echo "group.share.min.record.lock.duration.ms=1000"
   } >"$props" || return 1
   cid=$(timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
   if [ -z "$cid" ] || ! timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool format \
@@ -299,6 +306,11 @@ run_client() {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
         -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
         dev.kcompatd.compat.AdminChecks "$BOOTSTRAP" "$topic" ;;
+    java-share)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.ShareChecks "$BOOTSTRAP" "$topic" ;;
   esac
 }
 
