@@ -198,6 +198,35 @@ type Config struct {
 	// transaction in progress is kept after its last update, in
 	// milliseconds (transactional.id.expiration.ms, default 604800000).
 	TransactionalIDExpirationMs int32
+	// ShareCoordinatorStateTopicNumPartitions and
+	// ShareCoordinatorStateTopicSegmentBytes are the partition count and
+	// segment.bytes of __share_group_state
+	// (share.coordinator.state.topic.num.partitions, default 50;
+	// share.coordinator.state.topic.segment.bytes, default 104857600).
+	ShareCoordinatorStateTopicNumPartitions int32
+	ShareCoordinatorStateTopicSegmentBytes  int32
+	// ShareCoordinatorStateTopicCompressionCodec is the codec id of the
+	// share coordinator's batches
+	// (share.coordinator.state.topic.compression.codec, default 0: none).
+	ShareCoordinatorStateTopicCompressionCodec int32
+	// ShareCoordinatorSnapshotUpdateRecordsPerSnapshot is how many
+	// ShareUpdate records a share-partition gets between two
+	// ShareSnapshots
+	// (share.coordinator.snapshot.update.records.per.snapshot, default
+	// 500, 0 to 500).
+	ShareCoordinatorSnapshotUpdateRecordsPerSnapshot int32
+	// ShareCoordinatorLoadBufferSize is the bytes of one read when
+	// loading __share_group_state (share.coordinator.load.buffer.size,
+	// default 5242880).
+	ShareCoordinatorLoadBufferSize int32
+	// ShareCoordinatorStateTopicPruneIntervalMs and
+	// ShareCoordinatorColdPartitionSnapshotIntervalMs, in milliseconds,
+	// space the share coordinator's pruning and cold-partition snapshots
+	// (share.coordinator.state.topic.prune.interval.ms,
+	// share.coordinator.cold.partition.snapshot.interval.ms, default
+	// 300000 each).
+	ShareCoordinatorStateTopicPruneIntervalMs       int32
+	ShareCoordinatorColdPartitionSnapshotIntervalMs int32
 	// ProducerIDExpirationMs is how long a partition keeps the state of
 	// a producer with no open transaction after its last batch's
 	// timestamp, in milliseconds (producer.id.expiration.ms, default
@@ -724,6 +753,48 @@ var properties = []property{
 		note:  "ms a transactional id with no transaction in progress is kept after its last use",
 	},
 	{
+		Def: configdef.Def{Name: "share.coordinator.state.topic.num.partitions", Type: configdef.Int, Default: "50", Range: configdef.AtLeast(1),
+			Doc: "The number of partitions for the share-group state topic (should not change after deployment)."},
+		field: func(c *Config) any { return &c.ShareCoordinatorStateTopicNumPartitions },
+		note:  "partitions of `__share_group_state` when it is created (on the first share-group state write)",
+	},
+	{
+		Def: configdef.Def{Name: "share.coordinator.state.topic.segment.bytes", Type: configdef.Int, Default: "104857600", Range: configdef.AtLeast(1),
+			Doc: "The log segment size for the share-group state topic."},
+		field: func(c *Config) any { return &c.ShareCoordinatorStateTopicSegmentBytes },
+		note:  "`segment.bytes` of `__share_group_state` (created, as Kafka does, with `cleanup.policy=delete`, `retention.ms=-1`: the share coordinator prunes it)",
+	},
+	{
+		Def: configdef.Def{Name: "share.coordinator.state.topic.compression.codec", Type: configdef.Int, Default: "0", Range: configdef.Between(0, 4),
+			Doc: "Compression codec for the share-group state topic."},
+		field: func(c *Config) any { return &c.ShareCoordinatorStateTopicCompressionCodec },
+		note:  "codec id of the share coordinator's batches: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd",
+	},
+	{
+		Def: configdef.Def{Name: "share.coordinator.snapshot.update.records.per.snapshot", Type: configdef.Int, Default: "500", Range: configdef.Between(0, 500),
+			Doc: "The number of update records the share coordinator writes between snapshot records."},
+		field: func(c *Config) any { return &c.ShareCoordinatorSnapshotUpdateRecordsPerSnapshot },
+		note:  "ShareUpdate records of a share-partition between two ShareSnapshots",
+	},
+	{
+		Def: configdef.Def{Name: "share.coordinator.load.buffer.size", Type: configdef.Int, Default: "5242880", Range: configdef.AtLeast(1),
+			Doc: "Batch size for reading from the share-group state topic when loading state information into the cache (soft-limit, overridden if records are too large)."},
+		field: func(c *Config) any { return &c.ShareCoordinatorLoadBufferSize },
+		note:  "bytes per read of `__share_group_state` at start-up",
+	},
+	{
+		Def: configdef.Def{Name: "share.coordinator.state.topic.prune.interval.ms", Type: configdef.Int, Default: "300000", Range: configdef.AtLeast(1),
+			Doc: "The duration in milliseconds that the share coordinator will wait between pruning eligible records in share-group state topic."},
+		field: func(c *Config) any { return &c.ShareCoordinatorStateTopicPruneIntervalMs },
+		note:  "ms between moves of each `__share_group_state` partition's log start offset past the records no state needs (Kafka: internal)",
+	},
+	{
+		Def: configdef.Def{Name: "share.coordinator.cold.partition.snapshot.interval.ms", Type: configdef.Int, Default: "300000", Range: configdef.AtLeast(1),
+			Doc: "The duration in milliseconds that the share coordinator will wait between force snapshotting share partitions which are not being updated."},
+		field: func(c *Config) any { return &c.ShareCoordinatorColdPartitionSnapshotIntervalMs },
+		note:  "ms between fresh snapshots of share-partitions whose last one is older, so pruning can pass their old records (Kafka: internal)",
+	},
+	{
 		Def: configdef.Def{Name: "producer.id.expiration.ms", Type: configdef.Int, Default: "86400000", Range: configdef.AtLeast(1),
 			Doc: "The time in ms that a topic partition leader will wait before expiring producer IDs. Producer IDs will not expire while a transaction associated to them is still ongoing. Note that producer IDs may expire sooner if the last write from the producer ID is deleted due to the topic's retention settings. Setting this value the same or higher than <code>delivery.timeout.ms</code> can help prevent expiration during retries and protect against message duplication, but the default should be reasonable for most use cases."},
 		field: func(c *Config) any { return &c.ProducerIDExpirationMs },
@@ -881,6 +952,10 @@ var singleNodeProperties = map[string]bool{
 	"transaction.state.log.min.isr":                    true,
 	"share.coordinator.state.topic.replication.factor": true,
 	"share.coordinator.state.topic.min.isr":            true,
+	"share.coordinator.threads":                        true,
+	"share.coordinator.write.timeout.ms":               true,
+	"share.coordinator.append.linger.ms":               true,
+	"share.coordinator.cached.buffer.max.bytes":        true,
 }
 
 // ParseConfig builds a Config from Kafka properties over DefaultConfig,

@@ -34,6 +34,9 @@ type Config struct {
 	// (share.coordinator.snapshot.update.records.per.snapshot, 500;
 	// 0 snapshots every write). Negative: the default.
 	SnapshotUpdateRecordsPerSnapshot int
+	// Codec compresses the coordinator's batches
+	// (share.coordinator.state.topic.compression.codec, default none).
+	Codec recordbatch.Codec
 	// LoadBufferSize is the bytes one read returns when loading
 	// (share.coordinator.load.buffer.size, 5 MiB).
 	LoadBufferSize int
@@ -223,6 +226,7 @@ func (c *Coordinator) appendRecords(p int32, recs []recordbatch.Record) (int64, 
 		recs[i].OffsetDelta = int32(i)
 	}
 	b, err := recordbatch.Build(recordbatch.BatchSpec{
+		Codec:         c.cfg.Codec,
 		BaseTimestamp: c.clock.Now().UnixMilli(),
 		ProducerID:    -1,
 		ProducerEpoch: -1,

@@ -83,7 +83,9 @@ func (e *env) reopen() {
 	e.open()
 }
 
-func (e *env) key(group string, p int32) Key { return Key{GroupID: group, TopicID: e.topic, Partition: p} }
+func (e *env) key(group string, p int32) Key {
+	return Key{GroupID: group, TopicID: e.topic, Partition: p}
+}
 
 // stateLog is the state topic's partition holding k.
 func (e *env) stateLog(k Key) *partition.Log {
@@ -486,4 +488,27 @@ func TestCrashKeepsEveryAnsweredWrite(t *testing.T) {
 		}
 	}
 	t.Fatal("the run never finished")
+}
+
+// TestCompressedBatchesLoad: with share.coordinator.state.topic.compression.codec
+// set, the batches are compressed and load back the same.
+func TestCompressedBatchesLoad(t *testing.T) {
+	for _, codec := range []recordbatch.Codec{recordbatch.Gzip, recordbatch.Zstd} {
+		e := newEnv(t, conf(func(c *Config) { c.Codec = codec }), false)
+		k := e.key("g", 0)
+		mustNil(t, e.c.Initialize(k, 0, 0))
+		mustNil(t, e.c.Write(k, 0, 0, -1, 3, []StateBatch{b(0, 2, 2, 1), b(3, 7, 0, 2)}))
+		res, err := e.stateLog(k).Read(0, 1<<20, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := recordbatch.ParseHeader(res.Records); err != nil || h.Codec() != codec {
+			t.Fatalf("%v: batch codec %v, %v", codec, h.Codec(), err)
+		}
+		before, _, _ := e.c.Read(k, -1)
+		e.reopen()
+		if after, _, _ := e.c.Read(k, -1); !statesEqual(before, after) {
+			t.Errorf("%v: %+v after restart, want %+v", codec, after, before)
+		}
+	}
 }
