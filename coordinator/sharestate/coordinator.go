@@ -216,11 +216,11 @@ func (c *Coordinator) EnsureStateTopic() (*partition.Topic, error) {
 // offset of the first record.
 func (c *Coordinator) appendRecords(p int32, recs []recordbatch.Record) (int64, error) {
 	if _, err := c.EnsureStateTopic(); err != nil {
-		return -1, err
+		return -1, writeError(err)
 	}
 	log, err := c.store.Log(StateTopic, p)
 	if err != nil {
-		return -1, err
+		return -1, writeError(err)
 	}
 	for i := range recs {
 		recs[i].OffsetDelta = int32(i)
@@ -237,9 +237,25 @@ func (c *Coordinator) appendRecords(p int32, recs []recordbatch.Record) (int64, 
 	}
 	res, err := log.Append(b)
 	if err != nil {
-		return -1, fmt.Errorf("sharestate: writing %s-%d: %w", StateTopic, p, err)
+		return -1, fmt.Errorf("sharestate: writing %s-%d: %w", StateTopic, p, writeError(err))
 	}
 	return res.BaseOffset, nil
+}
+
+// writeError is the Kafka error a failed state write answers, as Kafka's
+// CoordinatorOperationExceptionHelper maps a failed append (a storage
+// error: NOT_COORDINATOR, so the caller finds the coordinator again; a
+// store shutting down: COORDINATOR_NOT_AVAILABLE; a batch too large:
+// UNKNOWN_SERVER_ERROR); the cause stays wrapped.
+func writeError(err error) error {
+	switch {
+	case errors.Is(err, partition.ErrStorage):
+		return fmt.Errorf("%w: %w", kerr.NotCoordinator, err)
+	case errors.Is(err, partition.ErrClosed), errors.Is(err, partition.ErrUnknownTopic):
+		return fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+	default:
+		return fmt.Errorf("%w: %w", kerr.UnknownServerError, err)
+	}
 }
 
 // topicKnown is Kafka's metadata-image check: the topic exists and has

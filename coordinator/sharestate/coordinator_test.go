@@ -512,3 +512,31 @@ func TestCompressedBatchesLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedWriteChangesNothing: an fsync failing under a write (with
+// flush.messages=1) answers NOT_COORDINATOR, as Kafka maps a storage
+// error, and leaves the state as it was; a full disk likewise.
+func TestFailedWriteChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		fault memfs.FaultKind
+		want  error
+	}{
+		{memfs.SyncError, kerr.NotCoordinator},
+		{memfs.NoSpace, kerr.NotCoordinator},
+	} {
+		t.Run(tc.fault.String(), func(t *testing.T) {
+			e := newEnv(t, conf(nil), true)
+			k := e.key("g", 0)
+			mustNil(t, e.c.Initialize(k, 0, 0))
+			before, _, _ := e.c.Read(k, -1)
+			e.fsys.Inject(&memfs.Fault{Kind: tc.fault, Match: memfs.HasSuffix(".log")})
+			err := e.c.Write(k, 0, 0, 1, 1, []StateBatch{b(1, 2, 2, 1)})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("write: %v, want %v", err, tc.want)
+			}
+			if after, _, _ := e.c.Read(k, -1); !statesEqual(before, after) {
+				t.Errorf("state %+v after a failed write, was %+v", after, before)
+			}
+		})
+	}
+}
