@@ -139,18 +139,10 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
+// every runs f every d until Close.
 func (c *Coordinator) every(d time.Duration, f func()) {
 	defer c.wg.Done()
-	for {
-		t := c.clock.NewTimer(d)
-		select {
-		case <-c.quit:
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		f()
-	}
+	clock.Every(c.clock, d, c.quit, f)
 }
 
 // PartitionFor is the __share_group_state partition of a share-partition:

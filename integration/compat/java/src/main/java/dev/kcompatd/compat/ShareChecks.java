@@ -289,6 +289,19 @@ public final class ShareChecks {
         }
     }
 
+    /** Waits (at most 30 s) for the group to be EMPTY. */
+    static void waitEmpty(Admin admin, String group, String when) throws Exception {
+        boolean ok = waitFor(30_000, () -> {
+            try {
+                return get(admin.describeShareGroups(List.of(group)).describedGroups().get(group))
+                        .groupState() == GroupState.EMPTY;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        check(ok, "share group did not become EMPTY " + when);
+    }
+
     /** Offsets through the Admin client, on the group once it is empty. */
     static void adminOffsets(Admin admin, String topic, String group, TopicPartition tp) throws Exception {
         long end = FIRST + SECOND;
@@ -310,15 +323,7 @@ public final class ShareChecks {
         SharePartitionOffsetInfo info = got[0].get(tp);
         check(info.startOffset() >= FIRST && info.startOffset() <= end, "start offset " + info.startOffset());
 
-        ok = waitFor(30_000, () -> {
-            try {
-                return get(admin.describeShareGroups(List.of(group)).describedGroups().get(group))
-                        .groupState() == GroupState.EMPTY;
-            } catch (Exception e) {
-                return false;
-            }
-        });
-        check(ok, "share group did not become EMPTY after its consumers closed");
+        waitEmpty(admin, group, "after its consumers closed");
 
         get(admin.alterShareGroupOffsets(group, Map.of(tp, 5L)).all());
         SharePartitionOffsetInfo altered = offsets(admin, group).get(tp);
@@ -343,15 +348,7 @@ public final class ShareChecks {
             check(!seen.isEmpty() && seen.get(0) == 5 && seen.size() == end - 5,
                     "after the alter a consumer got offsets " + seen);
         }
-        ok = waitFor(30_000, () -> {
-            try {
-                return get(admin.describeShareGroups(List.of(group)).describedGroups().get(group))
-                        .groupState() == GroupState.EMPTY;
-            } catch (Exception e) {
-                return false;
-            }
-        });
-        check(ok, "share group did not become EMPTY again");
+        waitEmpty(admin, group, "again");
 
         get(admin.deleteShareGroupOffsets(group, Set.of(topic)).all());
         Map<TopicPartition, SharePartitionOffsetInfo> after = offsets(admin, group);
