@@ -176,6 +176,11 @@ type cgMember struct {
 
 	sessionDeadline    time.Time
 	revocationDeadline time.Time // zero: no revocation outstanding
+
+	// classic is set for a member speaking the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) in this consumer group
+	// (consumer_classic.go).
+	classic *classicMember
 }
 
 // consumerGroup is the KIP-848 state of a group.
@@ -190,8 +195,13 @@ type consumerGroup struct {
 	// counts when the group epoch last moved: a change (a topic created,
 	// deleted or grown) bumps the epoch, as Kafka's metadata hash.
 	subscriptionHash uint64
-	regexes          map[string]*resolvedRegex
-	stateSince       time.Time
+	// subNames, subTopics and subHash cache subscriptionHash's input
+	// and result; subNames nil: a subscription changed since.
+	subNames   []string
+	subTopics  []*partition.Topic
+	subHash    uint64
+	regexes    map[string]*resolvedRegex
+	stateSince time.Time
 	// written is the value last written for each record key of the group
 	// (consumer_records.go), so unchanged records are not written again.
 	written map[string][]byte
@@ -361,6 +371,10 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		old = existing
 	}
 
+	if old != nil && replaced == nil && g.steady(old, hr, now) {
+		old.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
+		return g.heartbeatResponse(req, old, false), nil
+	}
 	// Nothing changes in memory unless the heartbeat's records are
 	// written: a failed write reverts to this (Kafka's coordinator
 	// reverts its timeline snapshot and fails the request).
@@ -415,6 +429,9 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	if !before.equal(memberSubscription{m.subscribedNames, m.regex, m.serverAssignor}) {
 		bump = true
 	}
+	if bump {
+		cg.subNames = nil // a new member or a new subscription
+	}
 	cg.members[m.id] = m
 	if m.instanceID != nil {
 		cg.static[*m.instanceID] = m.id
@@ -457,6 +474,12 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	if err := g.writeConsumer(append(recs, g.consumerMemberRecords(m, replaced)...)); err != nil {
 		return nil, g.revertConsumer(snap, m.id, err)
 	}
+	return g.heartbeatResponse(req, m, !prevAssigned.equal(m.assigned)), nil
+}
+
+// heartbeatResponse answers a member's heartbeat; the assignment is sent
+// to a joining member, on a full request, and when it changed.
+func (g *group) heartbeatResponse(req *kmsg.ConsumerGroupHeartbeatRequest, m *cgMember, changed bool) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{
 		Version:                 req.Version,
 		MemberEpoch:             m.epoch,
@@ -465,7 +488,7 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	id := m.id
 	resp.MemberID = &id
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	if req.MemberEpoch == 0 || full || !prevAssigned.equal(m.assigned) {
+	if req.MemberEpoch == 0 || full || changed {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
 		for _, t := range m.assigned.byTopic() {
@@ -473,7 +496,41 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		}
 		resp.Assignment = &a
 	}
-	return resp, nil
+	return resp
+}
+
+// steady reports whether a heartbeat changes nothing but the member's
+// session: a known member, reconciled at the group's epoch, sending what
+// we already have, with no regex due for a refresh and the subscribed
+// topics unchanged. Such a heartbeat (nearly every one) is answered
+// without the snapshot, the records and the reconciliation of the
+// general path.
+func (g *group) steady(m *cgMember, hr heartbeatRequest, now time.Time) bool {
+	req, cg := hr.req, g.cg
+	if req.MemberEpoch != m.epoch || m.epoch != cg.assignmentEpoch || cg.epoch != cg.assignmentEpoch || m.state != memberStable || m.classic != nil {
+		return false
+	}
+	if m.clientID != hr.client.ClientID || m.clientHost != hr.client.ClientHost {
+		return false
+	}
+	if (req.InstanceID != nil && (m.instanceID == nil || *m.instanceID != *req.InstanceID)) ||
+		(req.RackID != nil && (m.rackID == nil || *m.rackID != *req.RackID)) ||
+		(req.RebalanceTimeoutMillis != -1 && time.Duration(req.RebalanceTimeoutMillis)*time.Millisecond != m.rebalanceTimeout) ||
+		(req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex) ||
+		(req.ServerAssignor != nil && *req.ServerAssignor != m.serverAssignor) {
+		return false
+	}
+	// Names as we keep them (sorted, no duplicates) compare without a
+	// copy; any other order takes the general path.
+	if req.SubscribedTopicNames != nil && !slices.Equal(req.SubscribedTopicNames, m.subscribedNames) {
+		return false
+	}
+	if m.regex != "" {
+		if r := cg.regexes[m.regex]; r == nil || now.Sub(r.refreshedAt) >= g.c.cfg.ConsumerRegexRefreshInterval {
+			return false
+		}
+	}
+	return g.subscriptionHash() == cg.subscriptionHash
 }
 
 // memberSubscription is what of a member moves the group epoch when it
@@ -606,6 +663,7 @@ func (g *group) removeCGMember(m *cgMember, target bool) {
 	cg := g.cg
 	g.releaseAll(m)
 	delete(cg.members, m.id)
+	cg.subNames = nil
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
@@ -763,31 +821,58 @@ func (g *group) subscribedTopicsOf(m *cgMember) []*partition.Topic {
 }
 
 // subscriptionHash hashes the ids and partition counts of every topic a
-// member subscribes to.
+// member subscribes to. The union of the subscribed names is kept until a
+// subscription or the membership changes (subNames nil: rebuild it), and
+// the hash until one of those topics is created, deleted or grown (the
+// store then holds another *Topic), so a steady heartbeat costs one
+// lookup per subscribed topic.
 func (g *group) subscriptionHash() uint64 {
-	type entry struct {
-		name string
-		id   partition.TopicID
-		n    int
+	cg := g.cg
+	if cg.subNames == nil {
+		cg.subNames = g.subscribedNames()
+		cg.subTopics = nil
 	}
-	var all []entry
-	seen := map[string]bool{}
-	for _, m := range g.cg.members {
-		for _, t := range g.subscribedTopicsOf(m) {
-			if !seen[t.Name] {
-				seen[t.Name] = true
-				all = append(all, entry{t.Name, t.ID, len(t.Partitions)})
+	if cg.subTopics != nil {
+		same := true
+		for i, n := range cg.subNames {
+			if g.c.store.Topic(n) != cg.subTopics[i] {
+				same = false
+				break
 			}
 		}
+		if same {
+			return cg.subHash
+		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	topics := make([]*partition.Topic, len(cg.subNames))
 	h := fnv.New64a()
-	for _, e := range all {
-		h.Write([]byte(e.name))
-		h.Write(e.id[:])
-		h.Write([]byte{byte(e.n >> 24), byte(e.n >> 16), byte(e.n >> 8), byte(e.n), 0})
+	for i, n := range cg.subNames {
+		t := g.c.store.Topic(n)
+		topics[i] = t
+		if t == nil {
+			continue
+		}
+		k := len(t.Partitions)
+		h.Write([]byte(t.Name))
+		h.Write(t.ID[:])
+		h.Write([]byte{byte(k >> 24), byte(k >> 16), byte(k >> 8), byte(k), 0})
 	}
-	return h.Sum64()
+	cg.subTopics, cg.subHash = topics, h.Sum64()
+	return cg.subHash
+}
+
+// subscribedNames is the sorted union of the topic names the members
+// subscribe to, by name or through their resolved regexes; never nil.
+func (g *group) subscribedNames() []string {
+	names := []string{}
+	for _, m := range g.cg.members {
+		names = append(names, m.subscribedNames...)
+		if r := g.cg.regexes[m.regex]; m.regex != "" && r != nil {
+			names = append(names, r.topics...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // refreshRegex resolves a regex when it is new to the group, and again at
@@ -815,6 +900,7 @@ func (g *group) refreshRegex(expr string, re *regexp.Regexp, now time.Time) {
 	}
 	sort.Strings(r.topics)
 	r.refreshedAt = now
+	g.cg.subNames = nil
 }
 
 // dropUnusedRegexes forgets regexes no member subscribes to any more.
