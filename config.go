@@ -161,6 +161,11 @@ type Config struct {
 	// ConsumerGroupAssignors are the server-side assignors, the first the
 	// default (group.consumer.assignors, a list; default uniform,range).
 	ConsumerGroupAssignors string
+	// ConsumerGroupMigrationPolicy is which online conversions between
+	// classic and consumer groups with members are allowed
+	// (group.consumer.migration.policy: bidirectional, the default,
+	// upgrade, downgrade or disabled).
+	ConsumerGroupMigrationPolicy string
 	// OffsetsRetentionMinutes is how long committed offsets are kept
 	// after their group became empty (or, for groups that only commit,
 	// after the commit), in minutes (offsets.retention.minutes, default
@@ -668,6 +673,13 @@ var properties = []property{
 		field: func(c *Config) any { return &c.ConsumerGroupAssignors },
 		check: checkConsumerAssignors,
 		note:  "server-side assignors of KIP-848 groups, the first the default; only the builtin uniform and range (no class names)",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.migration.policy", Type: configdef.String, Default: coordinator.MigrationBidirectional,
+			OneOf: []string{coordinator.MigrationBidirectional, coordinator.MigrationUpgrade, coordinator.MigrationDowngrade, coordinator.MigrationDisabled},
+			Doc:   "The config that enables converting the non-empty classic group using the consumer embedded protocol to the non-empty consumer group using the consumer group protocol and vice versa; conversions of empty groups in both directions are always enabled regardless of this policy. bidirectional: both upgrade from classic group to consumer group and downgrade from consumer group to classic group are enabled, upgrade: only upgrade from classic group to consumer group is enabled, downgrade: only downgrade from consumer group to classic group is enabled, disabled: neither upgrade nor downgrade is enabled."},
+		field: func(c *Config) any { return &c.ConsumerGroupMigrationPolicy },
+		note:  "KIP-848 online upgrade (classic group to consumer group) and downgrade allowed",
 	},
 	{
 		Def: configdef.Def{Name: "offsets.retention.minutes", Type: configdef.Int, Default: "10080", Range: configdef.AtLeast(1),

@@ -199,6 +199,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		ConsumerHeartbeatInterval:     time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
 		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
 		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
+		ConsumerMigrationPolicy:       cfg.ConsumerGroupMigrationPolicy,
 		Clock:                         clk,
 		Logger:                        log,
 	}, store)

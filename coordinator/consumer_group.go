@@ -281,11 +281,22 @@ func (g *group) consumerHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGroupHeart
 		if !create && (g.protocolType == "" || len(g.members) == 0) {
 			return nil, hbErr(kerr.GroupIDNotFound, "Consumer group "+g.id+" not found.")
 		}
-		if !create || len(g.members) > 0 || len(g.pending) > 0 {
+		switch {
+		case create && len(g.members) > 0:
+			// KIP-848's online upgrade (consumer_classic.go).
+			if why := g.upgradeRefusal(); why != "" {
+				g.log.Info().Msg(why)
+				return nil, hbErr(kerr.GroupIDNotFound, why)
+			}
+			if e := g.upgradeToConsumerGroup(); e != nil {
+				return nil, e
+			}
+		case !create || len(g.pending) > 0:
 			return nil, hbErr(kerr.GroupIDNotFound, "Group "+g.id+" is not a consumer group.")
-		}
-		if err := g.becomeConsumerGroup(); err != nil {
-			return nil, &heartbeatError{storeErrorCode(err), ""}
+		default:
+			if err := g.becomeConsumerGroup(); err != nil {
+				return nil, &heartbeatError{storeErrorCode(err), ""}
+			}
 		}
 	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == leaveStaticEpoch {
@@ -406,6 +417,7 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		}
 	}
 	before := memberSubscription{m.subscribedNames, m.regex, m.serverAssignor}
+	m.classic = nil // a ConsumerGroupHeartbeat: the member speaks the consumer protocol now
 	m.clientID, m.clientHost = hr.client.ClientID, hr.client.ClientHost
 	if req.InstanceID != nil {
 		m.instanceID = req.InstanceID
@@ -625,6 +637,9 @@ func (g *group) revertConsumer(snap *consumerGroup, memberID string, err error) 
 // computes a new target assignment (Kafka's consumerGroupFenceMember).
 // On an error the records were not written and the caller reverts.
 func (g *group) fenceCGMember(m *cgMember) error {
+	if g.downgradeFor(m) {
+		return g.downgradeToClassic(m)
+	}
 	g.removeCGMember(m, true)
 	g.cg.epoch++
 	return g.storeConsumerRemoval(m)
@@ -640,6 +655,10 @@ func (cg *consumerGroup) snapshot() *consumerGroup {
 		c := *m
 		c.assigned, c.pendingRevocation = m.assigned.clone(), m.pendingRevocation.clone()
 		c.assignedAt = maps.Clone(m.assignedAt)
+		if m.classic != nil {
+			cc := *m.classic
+			c.classic = &cc
+		}
 		s.members[id] = &c
 	}
 	s.static = maps.Clone(cg.static)
@@ -980,7 +999,7 @@ func (g *group) preferredAssignor() string {
 func (g *group) cgDeadline() time.Time {
 	var at time.Time
 	for _, m := range g.cg.members {
-		for _, t := range []time.Time{m.sessionDeadline, m.revocationDeadline} {
+		for _, t := range []time.Time{m.sessionDeadline, m.revocationDeadline, m.joinDeadline(), m.syncDeadline()} {
 			if !t.IsZero() && (at.IsZero() || t.Before(at)) {
 				at = t
 			}
@@ -993,19 +1012,31 @@ func (g *group) cgDeadline() time.Time {
 // their partitions within their rebalance timeout.
 func (g *group) cgOnTimer(now time.Time) {
 	var due []*cgMember
+	isDue := func(t time.Time) bool { return !t.IsZero() && !t.After(now) }
 	for _, m := range g.cg.members {
-		if (!m.sessionDeadline.IsZero() && !m.sessionDeadline.After(now)) ||
-			(!m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now)) {
+		if isDue(m.sessionDeadline) || isDue(m.revocationDeadline) || isDue(m.joinDeadline()) || isDue(m.syncDeadline()) {
 			due = append(due, m)
 		}
 	}
 	slices.SortFunc(due, func(a, b *cgMember) int { return cmp.Compare(a.id, b.id) })
 	for _, d := range due {
+		if g.cg == nil {
+			return // downgraded to a classic group by the last fence
+		}
 		m := g.cg.members[d.id] // a revert below replaces the members
-		revoking := !m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now)
-		if revoking {
+		revoking := isDue(m.revocationDeadline)
+		switch {
+		case revoking:
 			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("member did not revoke its partitions within the rebalance timeout; fencing it")
-		} else {
+		case isDue(m.joinDeadline()):
+			revoking = true // retried as a revocation: the session stays
+			m.classic.joinDeadline = time.Time{}
+			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("classic member failed to rejoin within the rebalance timeout; fencing it")
+		case isDue(m.syncDeadline()):
+			revoking = true
+			m.classic.syncDeadline = time.Time{}
+			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("classic member failed to sync within the rebalance timeout; fencing it")
+		default:
 			g.log.Info().Str("member", m.id).Dur("session_timeout", g.c.cfg.ConsumerSessionTimeout).Msg("consumer group member session expired; fencing it")
 		}
 		snap := g.cg.snapshot()
