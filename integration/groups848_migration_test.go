@@ -176,14 +176,16 @@ func TestConsumerGroup848ChurnWithCrashes(t *testing.T) {
 	members := []member{start("m0"), start("m1"), start("m2")}
 	b.wait848(t, group, 3, parts)
 
-	per := scale(40)
-	const rounds = 8
+	// Records flow for the whole churn (a crash takes a session
+	// timeout, 3 s, to be noticed).
+	per := scale(20)
+	const rounds = 24
 	produced := make(chan struct{})
 	go func() {
 		defer close(produced)
 		for round := 0; round < rounds; round++ {
 			b.produceN(t, topic, parts, per, fmt.Sprintf("r%d", round))
-			time.Sleep(150 * time.Millisecond)
+			time.Sleep(400 * time.Millisecond)
 		}
 	}()
 	// join, crash, join, leave, crash: bounded churn.
