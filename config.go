@@ -166,6 +166,12 @@ type Config struct {
 	// (group.consumer.migration.policy: bidirectional, the default,
 	// upgrade, downgrade or disabled).
 	ConsumerGroupMigrationPolicy string
+	// GroupCoordinatorRebalanceProtocols are the group protocols served
+	// (group.coordinator.rebalance.protocols, a list; default
+	// classic,consumer,streams; classic is required). Without consumer,
+	// KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+	// UNSUPPORTED_VERSION.
+	GroupCoordinatorRebalanceProtocols string
 	// OffsetsRetentionMinutes is how long committed offsets are kept
 	// after their group became empty (or, for groups that only commit,
 	// after the commit), in minutes (offsets.retention.minutes, default
@@ -680,6 +686,14 @@ var properties = []property{
 			Doc:   "The config that enables converting the non-empty classic group using the consumer embedded protocol to the non-empty consumer group using the consumer group protocol and vice versa; conversions of empty groups in both directions are always enabled regardless of this policy. bidirectional: both upgrade from classic group to consumer group and downgrade from consumer group to classic group are enabled, upgrade: only upgrade from classic group to consumer group is enabled, downgrade: only downgrade from consumer group to classic group is enabled, disabled: neither upgrade nor downgrade is enabled."},
 		field: func(c *Config) any { return &c.ConsumerGroupMigrationPolicy },
 		note:  "KIP-848 online upgrade (classic group to consumer group) and downgrade allowed",
+	},
+	{
+		Def: configdef.Def{Name: "group.coordinator.rebalance.protocols", Type: configdef.List, Default: "classic,consumer,streams",
+			OneOf: []string{"classic", "consumer", "share", "streams"},
+			Doc:   "This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration. Use feature versions (group.version, streams.version, share.version) managed by kafka-features.sh instead."},
+		field: func(c *Config) any { return &c.GroupCoordinatorRebalanceProtocols },
+		check: checkRebalanceProtocols,
+		note:  "without consumer, KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION; classic is required",
 	},
 	{
 		Def: configdef.Def{Name: "offsets.retention.minutes", Type: configdef.Int, Default: "10080", Range: configdef.AtLeast(1),
@@ -1201,6 +1215,13 @@ func checkConsumerHeartbeatInterval(c *Config) string {
 func checkConsumerMaxHeartbeatInterval(c *Config) string {
 	if c.ConsumerGroupMaxHeartbeatIntervalMs < c.ConsumerGroupMinHeartbeatIntervalMs {
 		return "must be at least group.consumer.min.heartbeat.interval.ms"
+	}
+	return ""
+}
+
+func checkRebalanceProtocols(c *Config) string {
+	if !slices.Contains(configdef.SplitList(c.GroupCoordinatorRebalanceProtocols), "classic") {
+		return "Disabling the 'classic' protocol is not supported."
 	}
 	return ""
 }

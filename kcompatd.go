@@ -200,6 +200,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
 		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
 		ConsumerMigrationPolicy:       cfg.ConsumerGroupMigrationPolicy,
+		DisableConsumerProtocol:       !slices.Contains(configdef.SplitList(cfg.GroupCoordinatorRebalanceProtocols), "consumer"),
 		Clock:                         clk,
 		Logger:                        log,
 	}, store)

@@ -29,6 +29,11 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 		}
 		return r
 	}
+	if c.cfg.DisableConsumerProtocol {
+		// group.coordinator.rebalance.protocols without "consumer":
+		// Kafka's KafkaApis answers UNSUPPORTED_VERSION.
+		return fail(hbErr(kerr.UnsupportedVersion, ""))
+	}
 	hr, e := c.validateHeartbeat(req, client)
 	if e != nil {
 		return fail(e)
@@ -114,6 +119,10 @@ func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, groupID string,
 	notFound := func(msg string) kmsg.ConsumerGroupDescribeResponseGroup {
 		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		d.State = "Dead"
+		return d
+	}
+	if c.cfg.DisableConsumerProtocol {
+		d.ErrorCode = kerr.UnsupportedVersion.Code
 		return d
 	}
 	found := c.onGroup(ctx, groupID, false, func(g *group) {

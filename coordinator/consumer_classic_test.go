@@ -294,3 +294,13 @@ func TestConsumerGroupClassicMemberTimeouts(t *testing.T) {
 	c.ok()
 	expectCode(t, "heartbeat after the session timeout", e.heartbeat("g", b.gen, b.id, nil), kerr.UnknownMemberID)
 }
+
+// TestConsumerProtocolDisabled: group.coordinator.rebalance.protocols
+// without "consumer" answers ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe with UNSUPPORTED_VERSION, as Kafka's KafkaApis.
+func TestConsumerProtocolDisabled(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.DisableConsumerProtocol = true })
+	e.topic("t", 1)
+	expectCode(t, "heartbeat", e.newClient("g", "m", "t").heartbeat().ErrorCode, kerr.UnsupportedVersion)
+	expectCode(t, "describe", e.describeCG("g").ErrorCode, kerr.UnsupportedVersion)
+}

@@ -67,6 +67,10 @@ type Config struct {
 	// members are allowed (MigrationBidirectional, the default,
 	// MigrationUpgrade, MigrationDowngrade, MigrationDisabled).
 	ConsumerMigrationPolicy string
+	// DisableConsumerProtocol is group.coordinator.rebalance.protocols
+	// without "consumer": ConsumerGroupHeartbeat and
+	// ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka's.
+	DisableConsumerProtocol bool
 	Clock                   clock.Clock // nil: clock.Real{}
 	Logger                  zerolog.Logger
 }
