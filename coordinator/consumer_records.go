@@ -12,7 +12,12 @@ package coordinator
 //	        {GroupId, MemberId}                  ClientHost, SubscribedTopicNames [],
 //	                                             SubscribedTopicRegex?,
 //	                                             RebalanceTimeoutMs int32,
-//	                                             ServerAssignor?
+//	                                             ServerAssignor?,
+//	                                             tag 0: ClassicMemberMetadata?
+//	                                             {SessionTimeoutMs int32,
+//	                                             SupportedProtocols [{Name,
+//	                                             Metadata bytes}]} (a member
+//	                                             of the classic protocol)
 //	6     ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch int32
 //	        {GroupId}
 //	7     ConsumerGroupTargetAssignmentMember    TopicPartitions [{TopicId uuid,
