@@ -13,26 +13,32 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 )
 
-// BenchmarkConsumerSteadyHeartbeat is the heartbeat of a member of a
-// stable 50-member group subscribed to 20 topics: nothing changes, so
-// the heartbeat should cost little more than the round trip to the
-// group's goroutine.
-func BenchmarkConsumerSteadyHeartbeat(b *testing.B) {
+// benchCoordinator is a coordinator on a fresh store with a manual clock
+// and no logging, closed when b ends.
+func benchCoordinator(b *testing.B, offsetsPartitions int32) (*Coordinator, *partition.Store) {
 	clk := clock.NewManual(epoch)
 	st, err := partition.Open(partition.Config{Dir: b.TempDir(), Clock: clk, Logger: zerolog.Nop()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.OffsetsTopicPartitions = 1
+	cfg.OffsetsTopicPartitions = offsetsPartitions
 	cfg.OffsetsRetentionCheckInterval = 1000 * time.Hour
 	cfg.Clock, cfg.Logger = clk, zerolog.Nop()
 	c, err := New(cfg, st)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
-	defer c.Close()
+	b.Cleanup(func() { c.Close(); st.Close() })
+	return c, st
+}
+
+// BenchmarkConsumerSteadyHeartbeat is the heartbeat of a member of a
+// stable 50-member group subscribed to 20 topics: nothing changes, so
+// the heartbeat should cost little more than the round trip to the
+// group's goroutine.
+func BenchmarkConsumerSteadyHeartbeat(b *testing.B) {
+	c, st := benchCoordinator(b, 1)
 	var topics []string
 	for i := 0; i < 20; i++ {
 		name := "t" + strconv.Itoa(i)

@@ -25,18 +25,13 @@ var migrationConfigs = append(consumer848Configs[:len(consumer848Configs):len(co
 // ServerSideBalancer speaks JoinGroup/SyncGroup) that, as opts848's,
 // commits what it polled before it lets a revocation through.
 func optsClassic(group string, topics ...string) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topics...),
+	return append(groupOpts(group, topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(6 * time.Second),
-		kgo.HeartbeatInterval(250 * time.Millisecond),
-		kgo.RebalanceTimeout(20 * time.Second),
+		kgo.RebalanceTimeout(20*time.Second),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchMaxWait(250 * time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}
+	)
 }
 
 // memberTypes counts a consumer group's members by ConsumerGroupDescribe's
@@ -95,9 +90,15 @@ func TestConsumerGroup848OnlineUpgradeAndDowngrade(t *testing.T) {
 	got.waitFor(want, 60*time.Second)
 	run.stop()
 	got.check(t, want)
-	ends := b.endOffsets(t, topic)
+	b.checkCommittedAtEnd(t, group, topic)
+}
+
+// checkCommittedAtEnd fails unless the group committed every partition of
+// topic at its end offset.
+func (b *broker) checkCommittedAtEnd(t testing.TB, group, topic string) {
+	t.Helper()
 	offs := b.committed(t, group, topic)
-	for p, end := range ends {
+	for p, end := range b.endOffsets(t, topic) {
 		if offs[p] != end {
 			t.Errorf("partition %d committed %d, end %d", p, offs[p], end)
 		}
@@ -211,11 +212,5 @@ func TestConsumerGroup848ChurnWithCrashes(t *testing.T) {
 	b.wait848(t, group, len(members), parts)
 	run.stop()
 	got.check(t, want)
-	ends := b.endOffsets(t, topic)
-	offs := b.committed(t, group, topic)
-	for p, end := range ends {
-		if offs[p] != end {
-			t.Errorf("partition %d committed %d, end %d", p, offs[p], end)
-		}
-	}
+	b.checkCommittedAtEnd(t, group, topic)
 }
