@@ -23,7 +23,9 @@ package coordinator
 //     leaves a group whose other members all speak the classic
 //     protocol, the group becomes a classic group again (convertToClassicGroup):
 //     Stable at the group epoch, each member holding its target
-//     assignment, then a rebalance.
+//     assignment, then a rebalance; and when a classic static member
+//     takes the place of the last consumer-protocol member, at once and
+//     without a rebalance.
 //
 // group.consumer.migration.policy picks which way is allowed; with
 // "disabled" a classic member cannot join a consumer group with members
@@ -182,20 +184,31 @@ func (g *group) upgradeToConsumerGroup() *heartbeatError {
 // consumer protocol, turns the group back into a classic one (Kafka's
 // validateOnlineDowngradeWithFencedMember).
 func (g *group) downgradeFor(m *cgMember) bool {
-	cg := g.cg
-	if m.classic != nil || len(cg.members) <= 1 {
+	if m.classic != nil || len(g.cg.members) <= 1 || !g.allClassic(m) {
 		return false
 	}
-	for _, o := range cg.members {
-		if o != m && o.classic == nil {
+	return g.downgradeAllowed(len(g.cg.members) - 1)
+}
+
+// allClassic reports whether every member but except speaks the classic
+// protocol.
+func (g *group) allClassic(except *cgMember) bool {
+	for _, o := range g.cg.members {
+		if o != except && o.classic == nil {
 			return false
 		}
 	}
+	return true
+}
+
+// downgradeAllowed is the policy and size part of Kafka's downgrade
+// checks, for a classic group of n members.
+func (g *group) downgradeAllowed(n int) bool {
 	if !g.c.cfg.downgradeEnabled() {
 		g.log.Info().Msg("cannot downgrade the consumer group to a classic group: the online downgrade is disabled")
 		return false
 	}
-	if len(cg.members)-1 > g.c.cfg.MaxGroupSize {
+	if n > g.c.cfg.MaxGroupSize {
 		g.log.Info().Msg("cannot downgrade the consumer group to a classic group: it has more members than group.max.size")
 		return false
 	}
@@ -206,7 +219,9 @@ func (g *group) downgradeFor(m *cgMember) bool {
 // without the leaving member (Kafka's convertToClassicGroup and
 // ClassicGroup.fromConsumerGroup): Stable at the group epoch, each member
 // holding its target assignment in its own consumer protocol version,
-// then a rebalance. On an error nothing changed.
+// then a rebalance; with leaving nil (a classic static member replaced
+// the last consumer-protocol one, and holds its assignment) no rebalance.
+// On an error nothing changed.
 func (g *group) downgradeToClassic(leaving *cgMember) error {
 	cg := g.cg
 	now := g.c.clock.Now()
@@ -250,6 +265,10 @@ func (g *group) downgradeToClassic(leaving *cgMember) error {
 		return err
 	}
 	g.cg = nil
+	if leaving == nil {
+		g.log.Info().Int32("generation", g.generation).Int("members", len(members)).Msg("converted the consumer group to a classic group (KIP-848 online downgrade: a classic static member replaced the last consumer-protocol member)")
+		return nil
+	}
 	g.log.Info().Int32("generation", g.generation).Int("members", len(members)).Str("leaving_member", leaving.id).Msg("converted the consumer group to a classic group (KIP-848 online downgrade)")
 	g.prepareRebalance("Downgrade group " + g.id + " from consumer to classic.")
 	return nil
@@ -387,15 +406,26 @@ func (g *group) classicJoin(req *kmsg.JoinGroupRequest, client ClientInfo) *kmsg
 	m.classic.joinDeadline = time.Time{}
 	m.classic.syncDeadline = now.Add(m.rebalanceTimeout)
 	m.sessionDeadline = now.Add(m.classic.sessionTimeout)
+	name := ps[0].name
+	resp := &kmsg.JoinGroupResponse{
+		Version: v, Generation: m.epoch, MemberID: m.id,
+		ProtocolType: kmsg.StringPtr(consumerProtocolType), Protocol: &name,
+	}
+	if replaced != nil && replaced.classic == nil && g.allClassic(nil) && g.downgradeAllowed(len(cg.members)) {
+		// The last consumer-protocol member was replaced by a classic
+		// static member (Kafka's
+		// validateOnlineDowngradeWithReplacedMemberId): classic again,
+		// the new member holding the old one's assignment.
+		if err := g.downgradeToClassic(nil); err != nil {
+			return fail(memberID, g.revertConsumer(snap, m.id, err).code)
+		}
+		return resp
+	}
 	if err := g.writeConsumer(append(recs, g.consumerMemberRecords(m, replaced)...)); err != nil {
 		return fail(memberID, g.revertConsumer(snap, m.id, err).code)
 	}
 	g.log.Info().Str("member", m.id).Int32("member_epoch", m.epoch).Str("state", m.state.String()).Msg("classic member joined consumer group")
-	name := ps[0].name
-	return &kmsg.JoinGroupResponse{
-		Version: v, Generation: m.epoch, MemberID: m.id,
-		ProtocolType: kmsg.StringPtr(consumerProtocolType), Protocol: &name,
-	}
+	return resp
 }
 
 // supportsClassicProtocols is Kafka's ConsumerGroup.supportsClassicProtocols:

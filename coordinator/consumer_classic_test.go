@@ -20,6 +20,7 @@ type classicClient struct {
 	gen   int32
 	topic string
 	owned []int32
+	inst  *string
 }
 
 func (c *classicClient) joinRequest() *kmsg.JoinGroupRequest {
@@ -29,7 +30,7 @@ func (c *classicClient) joinRequest() *kmsg.JoinGroupRequest {
 	if len(c.owned) > 0 {
 		sub.OwnedPartitions = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: c.topic, Partitions: c.owned}}
 	}
-	r := joinReq(9, c.group, c.id, nil, "")
+	r := joinReq(9, c.group, c.id, c.inst, "")
 	r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "cooperative-sticky", Metadata: sub.AppendTo(nil)}}
 	return r
 }
@@ -303,4 +304,48 @@ func TestConsumerProtocolDisabled(t *testing.T) {
 	e.topic("t", 1)
 	expectCode(t, "heartbeat", e.newClient("g", "m", "t").heartbeat().ErrorCode, kerr.UnsupportedVersion)
 	expectCode(t, "describe", e.describeCG("g").ErrorCode, kerr.UnsupportedVersion)
+}
+
+// TestConsumerGroupDowngradeByStaticReplacement: a classic static member
+// taking the place of the last consumer-protocol member (same instance
+// id) turns the group classic at once, holding that member's assignment,
+// without a rebalance (Kafka's validateOnlineDowngradeWithReplacedMemberId).
+func TestConsumerGroupDowngradeByStaticReplacement(t *testing.T) {
+	e := newEnv(t, nil)
+	e.topic("t", 4)
+	a := &classicClient{e: e, group: "g", topic: "t"}
+	a.join()
+	a.sync(map[string][]int32{a.id: {0, 1, 2, 3}})
+	inst := "instance-1"
+	c := e.newClient("g", "c-member", "t")
+	c.instance = &inst
+	c.ok()
+	// Reconcile until Stable (bounded).
+	for round := 0; round < 20 && e.describeCG("g").State != "Stable"; round++ {
+		a.step()
+		c.ok()
+	}
+	var cTarget int
+	for _, m := range e.describeCG("g").Members {
+		if m.MemberID == c.id {
+			for _, tp := range m.Assignment.TopicPartitions {
+				cTarget += len(tp.Partitions)
+			}
+		}
+	}
+	if cTarget == 0 {
+		t.Fatalf("consumer member holds nothing: %+v", e.describeCG("g"))
+	}
+	b := &classicClient{e: e, group: "g", topic: "t", inst: &inst}
+	r := b.join()
+	if r.ErrorCode != 0 {
+		t.Fatalf("static classic join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got := e.state("g"); got != "Stable" {
+		t.Fatalf("after the replacement the group is %s, want a Stable classic group", got)
+	}
+	if s := b.sync(nil); s.ErrorCode != 0 || len(b.owned) != cTarget {
+		t.Fatalf("sync of the replacing member: %v, owns %v, want the %d partitions of the replaced one", kerr.ErrorForCode(s.ErrorCode), b.owned, cTarget)
+	}
+	expectCode(t, "old consumer member", c.heartbeat().ErrorCode, kerr.GroupIDNotFound)
 }

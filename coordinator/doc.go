@@ -86,7 +86,8 @@
 // group's target assignment (the member epoch is their generation,
 // REBALANCE_IN_PROGRESS tells them to rejoin to move on); when the last
 // consumer-protocol member leaves or is fenced, the group becomes classic
-// again and rebalances. Refused otherwise: GROUP_ID_NOT_FOUND for a
+// again and rebalances (or, when a classic static member replaced it,
+// becomes classic holding its assignment). Refused otherwise: GROUP_ID_NOT_FOUND for a
 // heartbeat to a classic group with members, INCONSISTENT_GROUP_PROTOCOL
 // for a JoinGroup to a consumer group with members. The group's
 // goroutine, timer and offsets are shared with the classic code.
@@ -184,8 +185,6 @@
 // single broker has one rack for its lifetime, so that hash never moves
 // with racks here).
 //
-// Not built: the downgrade when a classic static member replaces the last
-// consumer-protocol member (Kafka's
-// validateOnlineDowngradeWithReplacedMemberId), and offsets of removed
-// partitions beyond whole topics (partitions only grow here).
+// Not built: offsets of removed partitions beyond whole topics
+// (partitions only grow here).
 package coordinator
