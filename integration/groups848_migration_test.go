@@ -214,3 +214,43 @@ func TestConsumerGroup848ChurnWithCrashes(t *testing.T) {
 	got.check(t, want)
 	b.checkCommittedAtEnd(t, group, topic)
 }
+
+// TestConsumerGroup848MixedGroupSurvivesKill: a consumer group with a
+// classic-protocol member and a KIP-848 member comes back from a SIGKILL
+// of the broker with both members (the classic one's protocols and
+// session from its ClassicMemberMetadata record), and they carry on
+// consuming every record once.
+func TestConsumerGroup848MixedGroupSurvivesKill(t *testing.T) {
+	b := startBroker(t, "", append(migrationConfigs[:len(migrationConfigs):len(migrationConfigs)],
+		"group.consumer.max.session.timeout.ms=60000", "group.consumer.session.timeout.ms=30000")...)
+	const topic, group, parts = "mixedkill848", "g-mixedkill848", int32(4)
+	b.createTopic(t, topic, parts, nil)
+	run := newRun848(t)
+	got := run.got
+	run.start("classic", b.newClient(t, append(optsClassic(group, topic), kgo.SessionTimeout(30*time.Second))...))
+	adm := kadm.NewClient(b.newClient(t))
+	b.waitGroup(t, adm, group, "a stable classic group", stableWith(t, 1, topic, parts))
+	run.start("consumer", b.newClient(t, opts848(group, kgo.StickyBalancer(), topic)...))
+	before := b.wait848(t, group, 2, parts)
+	if n := b.memberTypes(t, group); n[0] != 1 || n[1] != 1 {
+		t.Fatalf("member types before the kill: %v, want one classic and one consumer", n)
+	}
+
+	b = b.crashRestartSamePort(t)
+	after := b.wait848(t, group, 2, parts)
+	types := map[string]int8{}
+	for _, m := range after.Members {
+		types[m.MemberID] = m.MemberType
+	}
+	for _, m := range before.Members {
+		if ty, ok := types[m.MemberID]; !ok || ty != m.MemberType {
+			t.Fatalf("member %s (type %d) after the kill: %+v", m.MemberID, m.MemberType, after.Members)
+		}
+	}
+	b.produceN(t, topic, parts, 20, "after")
+	want := int(parts) * 20
+	got.waitFor(want, 60*time.Second)
+	run.stop()
+	got.check(t, want)
+	b.checkCommittedAtEnd(t, group, topic)
+}
