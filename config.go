@@ -161,6 +161,17 @@ type Config struct {
 	// ConsumerGroupAssignors are the server-side assignors, the first the
 	// default (group.consumer.assignors, a list; default uniform,range).
 	ConsumerGroupAssignors string
+	// ConsumerGroupMigrationPolicy is which online conversions between
+	// classic and consumer groups with members are allowed
+	// (group.consumer.migration.policy: bidirectional, the default,
+	// upgrade, downgrade or disabled).
+	ConsumerGroupMigrationPolicy string
+	// GroupCoordinatorRebalanceProtocols are the group protocols served
+	// (group.coordinator.rebalance.protocols, a list; default
+	// classic,consumer,streams; classic is required). Without consumer,
+	// KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+	// UNSUPPORTED_VERSION.
+	GroupCoordinatorRebalanceProtocols string
 	// OffsetsRetentionMinutes is how long committed offsets are kept
 	// after their group became empty (or, for groups that only commit,
 	// after the commit), in minutes (offsets.retention.minutes, default
@@ -697,6 +708,21 @@ var properties = []property{
 		field: func(c *Config) any { return &c.ConsumerGroupAssignors },
 		check: checkConsumerAssignors,
 		note:  "server-side assignors of KIP-848 groups, the first the default; only the builtin uniform and range (no class names)",
+	},
+	{
+		Def: configdef.Def{Name: "group.consumer.migration.policy", Type: configdef.String, Default: coordinator.MigrationBidirectional,
+			OneOf: []string{coordinator.MigrationBidirectional, coordinator.MigrationUpgrade, coordinator.MigrationDowngrade, coordinator.MigrationDisabled},
+			Doc:   "The config that enables converting the non-empty classic group using the consumer embedded protocol to the non-empty consumer group using the consumer group protocol and vice versa; conversions of empty groups in both directions are always enabled regardless of this policy. bidirectional: both upgrade from classic group to consumer group and downgrade from consumer group to classic group are enabled, upgrade: only upgrade from classic group to consumer group is enabled, downgrade: only downgrade from consumer group to classic group is enabled, disabled: neither upgrade nor downgrade is enabled."},
+		field: func(c *Config) any { return &c.ConsumerGroupMigrationPolicy },
+		note:  "KIP-848 online upgrade (classic group to consumer group) and downgrade allowed",
+	},
+	{
+		Def: configdef.Def{Name: "group.coordinator.rebalance.protocols", Type: configdef.List, Default: "classic,consumer,streams",
+			OneOf: []string{"classic", "consumer", "share", "streams"},
+			Doc:   "This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration. Use feature versions (group.version, streams.version, share.version) managed by kafka-features.sh instead."},
+		field: func(c *Config) any { return &c.GroupCoordinatorRebalanceProtocols },
+		check: checkRebalanceProtocols,
+		note:  "without consumer, KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION; classic is required",
 	},
 	{
 		Def: configdef.Def{Name: "offsets.retention.minutes", Type: configdef.Int, Default: "10080", Range: configdef.AtLeast(1),
@@ -1264,6 +1290,13 @@ func checkConsumerHeartbeatInterval(c *Config) string {
 func checkConsumerMaxHeartbeatInterval(c *Config) string {
 	if c.ConsumerGroupMaxHeartbeatIntervalMs < c.ConsumerGroupMinHeartbeatIntervalMs {
 		return "must be at least group.consumer.min.heartbeat.interval.ms"
+	}
+	return ""
+}
+
+func checkRebalanceProtocols(c *Config) string {
+	if !slices.Contains(configdef.SplitList(c.GroupCoordinatorRebalanceProtocols), "classic") {
+		return "Disabling the 'classic' protocol is not supported."
 	}
 	return ""
 }

@@ -199,6 +199,8 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		ConsumerHeartbeatInterval:     time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
 		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
 		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
+		ConsumerMigrationPolicy:       cfg.ConsumerGroupMigrationPolicy,
+		DisableConsumerProtocol:       !slices.Contains(configdef.SplitList(cfg.GroupCoordinatorRebalanceProtocols), "consumer"),
 		Clock:                         clk,
 		Logger:                        log,
 	}, store)

@@ -29,6 +29,11 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 		}
 		return r
 	}
+	if c.cfg.DisableConsumerProtocol {
+		// group.coordinator.rebalance.protocols without "consumer":
+		// Kafka's KafkaApis answers UNSUPPORTED_VERSION.
+		return fail(hbErr(kerr.UnsupportedVersion, ""))
+	}
 	hr, e := c.validateHeartbeat(req, client)
 	if e != nil {
 		return fail(e)
@@ -116,6 +121,10 @@ func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, groupID string,
 		d.State = "Dead"
 		return d
 	}
+	if c.cfg.DisableConsumerProtocol {
+		d.ErrorCode = kerr.UnsupportedVersion.Code
+		return d
+	}
 	found := c.onGroup(ctx, groupID, false, func(g *group) {
 		if g.cg == nil || g.state == stateDead {
 			return
@@ -162,7 +171,10 @@ func (g *group) describeConsumer(version int16) kmsg.ConsumerGroupDescribeRespon
 		dm.Assignment = g.describeAssignment(m.assigned)
 		dm.TargetAssignment = g.describeAssignment(cg.target[m.id])
 		if version >= 1 {
-			dm.MemberType = 1 // consumer (KIP-1099); no classic members here
+			dm.MemberType = 1 // consumer (KIP-1099)
+			if m.classic != nil {
+				dm.MemberType = 0 // classic
+			}
 		}
 		d.Members = append(d.Members, dm)
 	}
@@ -203,11 +215,14 @@ func (g *group) validateConsumerCommit(version int16, epoch int32, memberID stri
 	if m == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	if version >= 0 && version < 9 {
+	if version >= 0 && version < 9 && m.classic == nil {
 		return kerr.UnsupportedVersion.Code
 	}
 	if epoch == m.epoch {
 		return 0
+	}
+	if epoch > m.epoch && m.classic != nil {
+		return kerr.IllegalGeneration.Code // Kafka's validateMemberEpoch for a classic member
 	}
 	if epoch > m.epoch || epoch < 0 {
 		return kerr.StaleMemberEpoch.Code

@@ -188,3 +188,30 @@ func TestUniformAssignorBalanceSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestAssignorsIgnoreRacks: as Kafka 4.3's UniformAssignor and
+// RangeAssignor, member racks do not change the assignment (a single
+// broker has one rack, so every partition's replicas are in it anyway).
+func TestAssignorsIgnoreRacks(t *testing.T) {
+	r1, r2 := "rack-1", "rack-2"
+	for _, a := range []assignor{uniformAssignor{}, rangeAssignor{}} {
+		mk := func(racks bool) assignmentInput {
+			in := assignmentInput{members: map[string]assignmentMember{}, topics: map[partition.TopicID]int32{topicA: 7, topicB: 3}}
+			for i, rack := range []*string{&r1, &r2, &r1} {
+				m := assignmentMember{topics: []partition.TopicID{topicA, topicB}, current: partSet{}}
+				if racks {
+					m.rack = rack
+				}
+				in.members[fmt.Sprintf("m%d", i)] = m
+			}
+			return in
+		}
+		with, without := a.assign(mk(true)), a.assign(mk(false))
+		checkAssignment(t, mk(true), with)
+		for id := range without {
+			if !with[id].equal(without[id]) {
+				t.Fatalf("%T: member %s got %v with racks, %v without", a, id, with[id].sorted(), without[id].sorted())
+			}
+		}
+	}
+}

@@ -176,6 +176,11 @@ type cgMember struct {
 
 	sessionDeadline    time.Time
 	revocationDeadline time.Time // zero: no revocation outstanding
+
+	// classic is set for a member speaking the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) in this consumer group
+	// (consumer_classic.go).
+	classic *classicMember
 }
 
 // consumerGroup is the KIP-848 state of a group.
@@ -190,8 +195,13 @@ type consumerGroup struct {
 	// counts when the group epoch last moved: a change (a topic created,
 	// deleted or grown) bumps the epoch, as Kafka's metadata hash.
 	subscriptionHash uint64
-	regexes          map[string]*resolvedRegex
-	stateSince       time.Time
+	// subNames, subTopics and subHash cache subscriptionHash's input
+	// and result; subNames nil: a subscription changed since.
+	subNames   []string
+	subTopics  []*partition.Topic
+	subHash    uint64
+	regexes    map[string]*resolvedRegex
+	stateSince time.Time
 	// written is the value last written for each record key of the group
 	// (consumer_records.go), so unchanged records are not written again.
 	written map[string][]byte
@@ -271,11 +281,22 @@ func (g *group) consumerHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGroupHeart
 		if !create && (g.protocolType == "" || len(g.members) == 0) {
 			return nil, hbErr(kerr.GroupIDNotFound, "Consumer group "+g.id+" not found.")
 		}
-		if !create || len(g.members) > 0 || len(g.pending) > 0 {
+		switch {
+		case create && len(g.members) > 0:
+			// KIP-848's online upgrade (consumer_classic.go).
+			if why := g.upgradeRefusal(); why != "" {
+				g.log.Info().Msg(why)
+				return nil, hbErr(kerr.GroupIDNotFound, why)
+			}
+			if e := g.upgradeToConsumerGroup(); e != nil {
+				return nil, e
+			}
+		case !create || len(g.pending) > 0:
 			return nil, hbErr(kerr.GroupIDNotFound, "Group "+g.id+" is not a consumer group.")
-		}
-		if err := g.becomeConsumerGroup(); err != nil {
-			return nil, &heartbeatError{storeErrorCode(err), ""}
+		default:
+			if err := g.becomeConsumerGroup(); err != nil {
+				return nil, &heartbeatError{storeErrorCode(err), ""}
+			}
 		}
 	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == leaveStaticEpoch {
@@ -361,6 +382,10 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		old = existing
 	}
 
+	if old != nil && replaced == nil && g.steady(old, hr, now) {
+		old.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
+		return g.heartbeatResponse(req, old, false), nil
+	}
 	// Nothing changes in memory unless the heartbeat's records are
 	// written: a failed write reverts to this (Kafka's coordinator
 	// reverts its timeline snapshot and fails the request).
@@ -392,6 +417,7 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		}
 	}
 	before := memberSubscription{m.subscribedNames, m.regex, m.serverAssignor}
+	m.classic = nil // a ConsumerGroupHeartbeat: the member speaks the consumer protocol now
 	m.clientID, m.clientHost = hr.client.ClientID, hr.client.ClientHost
 	if req.InstanceID != nil {
 		m.instanceID = req.InstanceID
@@ -414,6 +440,9 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	}
 	if !before.equal(memberSubscription{m.subscribedNames, m.regex, m.serverAssignor}) {
 		bump = true
+	}
+	if bump {
+		cg.subNames = nil // a new member or a new subscription
 	}
 	cg.members[m.id] = m
 	if m.instanceID != nil {
@@ -457,6 +486,12 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	if err := g.writeConsumer(append(recs, g.consumerMemberRecords(m, replaced)...)); err != nil {
 		return nil, g.revertConsumer(snap, m.id, err)
 	}
+	return g.heartbeatResponse(req, m, !prevAssigned.equal(m.assigned)), nil
+}
+
+// heartbeatResponse answers a member's heartbeat; the assignment is sent
+// to a joining member, on a full request, and when it changed.
+func (g *group) heartbeatResponse(req *kmsg.ConsumerGroupHeartbeatRequest, m *cgMember, changed bool) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{
 		Version:                 req.Version,
 		MemberEpoch:             m.epoch,
@@ -465,7 +500,7 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	id := m.id
 	resp.MemberID = &id
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	if req.MemberEpoch == 0 || full || !prevAssigned.equal(m.assigned) {
+	if req.MemberEpoch == 0 || full || changed {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
 		for _, t := range m.assigned.byTopic() {
@@ -473,7 +508,41 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		}
 		resp.Assignment = &a
 	}
-	return resp, nil
+	return resp
+}
+
+// steady reports whether a heartbeat changes nothing but the member's
+// session: a known member, reconciled at the group's epoch, sending what
+// we already have, with no regex due for a refresh and the subscribed
+// topics unchanged. Such a heartbeat (nearly every one) is answered
+// without the snapshot, the records and the reconciliation of the
+// general path.
+func (g *group) steady(m *cgMember, hr heartbeatRequest, now time.Time) bool {
+	req, cg := hr.req, g.cg
+	if req.MemberEpoch != m.epoch || m.epoch != cg.assignmentEpoch || cg.epoch != cg.assignmentEpoch || m.state != memberStable || m.classic != nil {
+		return false
+	}
+	if m.clientID != hr.client.ClientID || m.clientHost != hr.client.ClientHost {
+		return false
+	}
+	if (req.InstanceID != nil && (m.instanceID == nil || *m.instanceID != *req.InstanceID)) ||
+		(req.RackID != nil && (m.rackID == nil || *m.rackID != *req.RackID)) ||
+		(req.RebalanceTimeoutMillis != -1 && time.Duration(req.RebalanceTimeoutMillis)*time.Millisecond != m.rebalanceTimeout) ||
+		(req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex) ||
+		(req.ServerAssignor != nil && *req.ServerAssignor != m.serverAssignor) {
+		return false
+	}
+	// Names as we keep them (sorted, no duplicates) compare without a
+	// copy; any other order takes the general path.
+	if req.SubscribedTopicNames != nil && !slices.Equal(req.SubscribedTopicNames, m.subscribedNames) {
+		return false
+	}
+	if m.regex != "" {
+		if r := cg.regexes[m.regex]; r == nil || now.Sub(r.refreshedAt) >= g.c.cfg.ConsumerRegexRefreshInterval {
+			return false
+		}
+	}
+	return g.subscriptionHash() == cg.subscriptionHash
 }
 
 // memberSubscription is what of a member moves the group epoch when it
@@ -568,6 +637,9 @@ func (g *group) revertConsumer(snap *consumerGroup, memberID string, err error) 
 // computes a new target assignment (Kafka's consumerGroupFenceMember).
 // On an error the records were not written and the caller reverts.
 func (g *group) fenceCGMember(m *cgMember) error {
+	if g.downgradeFor(m) {
+		return g.downgradeToClassic(m)
+	}
 	g.removeCGMember(m, true)
 	g.cg.epoch++
 	return g.storeConsumerRemoval(m)
@@ -583,6 +655,10 @@ func (cg *consumerGroup) snapshot() *consumerGroup {
 		c := *m
 		c.assigned, c.pendingRevocation = m.assigned.clone(), m.pendingRevocation.clone()
 		c.assignedAt = maps.Clone(m.assignedAt)
+		if m.classic != nil {
+			cc := *m.classic
+			c.classic = &cc
+		}
 		s.members[id] = &c
 	}
 	s.static = maps.Clone(cg.static)
@@ -606,6 +682,7 @@ func (g *group) removeCGMember(m *cgMember, target bool) {
 	cg := g.cg
 	g.releaseAll(m)
 	delete(cg.members, m.id)
+	cg.subNames = nil
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
@@ -763,31 +840,58 @@ func (g *group) subscribedTopicsOf(m *cgMember) []*partition.Topic {
 }
 
 // subscriptionHash hashes the ids and partition counts of every topic a
-// member subscribes to.
+// member subscribes to. The union of the subscribed names is kept until a
+// subscription or the membership changes (subNames nil: rebuild it), and
+// the hash until one of those topics is created, deleted or grown (the
+// store then holds another *Topic), so a steady heartbeat costs one
+// lookup per subscribed topic.
 func (g *group) subscriptionHash() uint64 {
-	type entry struct {
-		name string
-		id   partition.TopicID
-		n    int
+	cg := g.cg
+	if cg.subNames == nil {
+		cg.subNames = g.subscribedNames()
+		cg.subTopics = nil
 	}
-	var all []entry
-	seen := map[string]bool{}
-	for _, m := range g.cg.members {
-		for _, t := range g.subscribedTopicsOf(m) {
-			if !seen[t.Name] {
-				seen[t.Name] = true
-				all = append(all, entry{t.Name, t.ID, len(t.Partitions)})
+	if cg.subTopics != nil {
+		same := true
+		for i, n := range cg.subNames {
+			if g.c.store.Topic(n) != cg.subTopics[i] {
+				same = false
+				break
 			}
 		}
+		if same {
+			return cg.subHash
+		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	topics := make([]*partition.Topic, len(cg.subNames))
 	h := fnv.New64a()
-	for _, e := range all {
-		h.Write([]byte(e.name))
-		h.Write(e.id[:])
-		h.Write([]byte{byte(e.n >> 24), byte(e.n >> 16), byte(e.n >> 8), byte(e.n), 0})
+	for i, n := range cg.subNames {
+		t := g.c.store.Topic(n)
+		topics[i] = t
+		if t == nil {
+			continue
+		}
+		k := len(t.Partitions)
+		h.Write([]byte(t.Name))
+		h.Write(t.ID[:])
+		h.Write([]byte{byte(k >> 24), byte(k >> 16), byte(k >> 8), byte(k), 0})
 	}
-	return h.Sum64()
+	cg.subTopics, cg.subHash = topics, h.Sum64()
+	return cg.subHash
+}
+
+// subscribedNames is the sorted union of the topic names the members
+// subscribe to, by name or through their resolved regexes; never nil.
+func (g *group) subscribedNames() []string {
+	names := []string{}
+	for _, m := range g.cg.members {
+		names = append(names, m.subscribedNames...)
+		if r := g.cg.regexes[m.regex]; m.regex != "" && r != nil {
+			names = append(names, r.topics...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // refreshRegex resolves a regex when it is new to the group, and again at
@@ -815,6 +919,7 @@ func (g *group) refreshRegex(expr string, re *regexp.Regexp, now time.Time) {
 	}
 	sort.Strings(r.topics)
 	r.refreshedAt = now
+	g.cg.subNames = nil
 }
 
 // dropUnusedRegexes forgets regexes no member subscribes to any more.
@@ -894,7 +999,7 @@ func (g *group) preferredAssignor() string {
 func (g *group) cgDeadline() time.Time {
 	var at time.Time
 	for _, m := range g.cg.members {
-		for _, t := range []time.Time{m.sessionDeadline, m.revocationDeadline} {
+		for _, t := range []time.Time{m.sessionDeadline, m.revocationDeadline, m.joinDeadline(), m.syncDeadline()} {
 			if !t.IsZero() && (at.IsZero() || t.Before(at)) {
 				at = t
 			}
@@ -907,19 +1012,31 @@ func (g *group) cgDeadline() time.Time {
 // their partitions within their rebalance timeout.
 func (g *group) cgOnTimer(now time.Time) {
 	var due []*cgMember
+	isDue := func(t time.Time) bool { return !t.IsZero() && !t.After(now) }
 	for _, m := range g.cg.members {
-		if (!m.sessionDeadline.IsZero() && !m.sessionDeadline.After(now)) ||
-			(!m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now)) {
+		if isDue(m.sessionDeadline) || isDue(m.revocationDeadline) || isDue(m.joinDeadline()) || isDue(m.syncDeadline()) {
 			due = append(due, m)
 		}
 	}
 	slices.SortFunc(due, func(a, b *cgMember) int { return cmp.Compare(a.id, b.id) })
 	for _, d := range due {
+		if g.cg == nil {
+			return // downgraded to a classic group by the last fence
+		}
 		m := g.cg.members[d.id] // a revert below replaces the members
-		revoking := !m.revocationDeadline.IsZero() && !m.revocationDeadline.After(now)
-		if revoking {
+		revoking := isDue(m.revocationDeadline)
+		switch {
+		case revoking:
 			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("member did not revoke its partitions within the rebalance timeout; fencing it")
-		} else {
+		case isDue(m.joinDeadline()):
+			revoking = true // retried as a revocation: the session stays
+			m.classic.joinDeadline = time.Time{}
+			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("classic member failed to rejoin within the rebalance timeout; fencing it")
+		case isDue(m.syncDeadline()):
+			revoking = true
+			m.classic.syncDeadline = time.Time{}
+			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("classic member failed to sync within the rebalance timeout; fencing it")
+		default:
 			g.log.Info().Str("member", m.id).Dur("session_timeout", g.c.cfg.ConsumerSessionTimeout).Msg("consumer group member session expired; fencing it")
 		}
 		snap := g.cg.snapshot()

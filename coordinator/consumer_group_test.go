@@ -418,16 +418,18 @@ func TestConsumerGroupHeartbeatValidation(t *testing.T) {
 	}
 	// group.consumer.max.size.
 	expectCode(t, "full", e.newClient("g", "second", "t").heartbeat().ErrorCode, kerr.GroupMaxSizeReached)
-	// A classic group with members is not a consumer group.
+	// A classic group with members whose metadata is not the consumer
+	// embedded protocol does not become a consumer group.
 	_, ch := e.joinNew("classic", "meta")
 	wait(t, ch)
 	expectCode(t, "classic group", e.newClient("classic", "m", "t").heartbeat().ErrorCode, kerr.GroupIDNotFound)
 	if d := e.describeCG("classic"); d.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("describe classic: %v", kerr.ErrorForCode(d.ErrorCode))
 	}
-	// A JoinGroup to a consumer group with members.
+	// A JoinGroup to a full consumer group (checked first, as Kafka's
+	// classicGroupJoinToConsumerGroup).
 	r := wait(t, e.join(joinReq(9, "g", "", nil, "meta")))
-	expectCode(t, "join consumer group", r.ErrorCode, kerr.InconsistentGroupProtocol)
+	expectCode(t, "join consumer group", r.ErrorCode, kerr.GroupMaxSizeReached)
 }
 
 func TestConsumerGroupOffsetCommit(t *testing.T) {

@@ -12,7 +12,12 @@ package coordinator
 //	        {GroupId, MemberId}                  ClientHost, SubscribedTopicNames [],
 //	                                             SubscribedTopicRegex?,
 //	                                             RebalanceTimeoutMs int32,
-//	                                             ServerAssignor?
+//	                                             ServerAssignor?,
+//	                                             tag 0: ClassicMemberMetadata?
+//	                                             {SessionTimeoutMs int32,
+//	                                             SupportedProtocols [{Name,
+//	                                             Metadata bytes}]} (a member
+//	                                             of the classic protocol)
 //	6     ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch int32
 //	        {GroupId}
 //	7     ConsumerGroupTargetAssignmentMember    TopicPartitions [{TopicId uuid,
@@ -235,7 +240,25 @@ func (g *group) cgMemberRecords(m *cgMember) []recordbatch.Record {
 	meta.cnstr(regex)
 	meta.i32(int32(m.rebalanceTimeout / time.Millisecond))
 	meta.cnstr(assignor)
-	meta.noTags()
+	if m.classic == nil {
+		meta.noTags()
+	} else {
+		// ClassicMemberMetadata, tagged field 0.
+		c := recWriter{}
+		c.i32(int32(m.classic.sessionTimeout / time.Millisecond))
+		c.arrayLen(len(m.classic.protocols))
+		for _, p := range m.classic.protocols {
+			c.cstr(p.name)
+			c.uvarint(uint64(len(p.metadata)) + 1)
+			c.b = append(c.b, p.metadata...)
+			c.noTags()
+		}
+		c.noTags()
+		meta.uvarint(1)
+		meta.uvarint(0)
+		meta.uvarint(uint64(len(c.b)))
+		meta.b = append(meta.b, c.b...)
+	}
 	cur := valueWriter()
 	cur.i32(m.epoch)
 	cur.i32(m.previousEpoch)
@@ -458,6 +481,15 @@ func (lc *loadedConsumer) apply(typ uint16, memberID string, value []byte) error
 		if s := r.cnstr(); s != nil {
 			m.serverAssignor = *s
 		}
+		for i, n := uint64(0), r.uvarint(); i < n && r.err == nil; i++ {
+			tag, field := r.uvarint(), r.need(int(r.uvarint()))
+			if tag == 0 && r.err == nil {
+				m.classic = readClassicMemberMetadata(field)
+				if m.classic == nil {
+					return errBadConsumerRecord
+				}
+			}
+		}
 		if r.err == nil {
 			lc.members[memberID] = m
 		}
@@ -473,6 +505,27 @@ func (lc *loadedConsumer) apply(typ uint16, memberID string, value []byte) error
 		}
 	}
 	return r.err
+}
+
+// readClassicMemberMetadata decodes ClassicMemberMetadata; nil if it
+// does not decode.
+func readClassicMemberMetadata(b []byte) *classicMember {
+	r := recReader{b: b}
+	c := &classicMember{sessionTimeout: time.Duration(r.i32()) * time.Millisecond}
+	for i, n := 0, r.arrayLen(); i < n && r.err == nil; i++ {
+		name := r.cstr()
+		var meta []byte
+		if l := r.uvarint(); l > 0 {
+			meta = slices.Clone(r.need(int(l - 1)))
+		}
+		r.tags()
+		c.protocols = append(c.protocols, protocol{name: name, metadata: meta})
+	}
+	r.tags()
+	if r.err != nil {
+		return nil
+	}
+	return c
 }
 
 // consumerGroupLoaded builds the consumer group of g from what was
@@ -503,7 +556,9 @@ func (g *group) consumerGroupLoaded(lc *loadedConsumer) {
 			cg.owner[tp] = id
 		}
 		m.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
-		if m.state == memberUnrevokedPartitions {
+		if m.classic != nil {
+			m.sessionDeadline = now.Add(m.classic.sessionTimeout)
+		} else if m.state == memberUnrevokedPartitions {
 			m.revocationDeadline = now.Add(m.rebalanceTimeout)
 		}
 		cg.members[id] = m

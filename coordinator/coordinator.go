@@ -62,8 +62,17 @@ type Config struct {
 	// expression is resolved again against the topics
 	// (group.consumer.regex.refresh.interval.ms, default 10 s).
 	ConsumerRegexRefreshInterval time.Duration
-	Clock                        clock.Clock // nil: clock.Real{}
-	Logger                       zerolog.Logger
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: which
+	// online conversions between classic and consumer groups with
+	// members are allowed (MigrationBidirectional, the default,
+	// MigrationUpgrade, MigrationDowngrade, MigrationDisabled).
+	ConsumerMigrationPolicy string
+	// DisableConsumerProtocol is group.coordinator.rebalance.protocols
+	// without "consumer": ConsumerGroupHeartbeat and
+	// ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka's.
+	DisableConsumerProtocol bool
+	Clock                   clock.Clock // nil: clock.Real{}
+	Logger                  zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -83,6 +92,7 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:               math.MaxInt32,
 		ConsumerAssignors:             []string{UniformAssignor, RangeAssignor},
 		ConsumerRegexRefreshInterval:  10 * time.Second,
+		ConsumerMigrationPolicy:       MigrationBidirectional,
 	}
 }
 
@@ -129,6 +139,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConsumerRegexRefreshInterval <= 0 {
 		c.ConsumerRegexRefreshInterval = d.ConsumerRegexRefreshInterval
+	}
+	switch c.ConsumerMigrationPolicy {
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+	default:
+		c.ConsumerMigrationPolicy = d.ConsumerMigrationPolicy
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

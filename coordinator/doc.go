@@ -76,12 +76,20 @@
 // A group is classic or a consumer group (group.cg set), never both: a
 // ConsumerGroupHeartbeat joining an empty classic group (or one with only
 // offsets) makes it a consumer group, a JoinGroup to an empty consumer
-// group makes it classic again (Kafka's maybeDeleteEmpty...Group), and
-// otherwise the other protocol is refused: GROUP_ID_NOT_FOUND for a
+// group makes it classic again (Kafka's maybeDeleteEmpty...Group). Groups
+// with members migrate online as KIP-848 and Kafka 4.3 do, as
+// group.consumer.migration.policy allows (consumer_classic.go): a
+// consumer-protocol member joining a classic group of the consumer
+// embedded protocol upgrades it (members, assignments and the generation
+// kept); classic members of a consumer group are served through
+// JoinGroup, SyncGroup, Heartbeat and LeaveGroup from the consumer
+// group's target assignment (the member epoch is their generation,
+// REBALANCE_IN_PROGRESS tells them to rejoin to move on); when the last
+// consumer-protocol member leaves or is fenced, the group becomes classic
+// again and rebalances (or, when a classic static member replaced it,
+// becomes classic holding its assignment). Refused otherwise: GROUP_ID_NOT_FOUND for a
 // heartbeat to a classic group with members, INCONSISTENT_GROUP_PROTOCOL
-// for a JoinGroup to a consumer group with members. This is Kafka with
-// group.consumer.migration.policy=disabled; the online migration, and
-// classic members inside a consumer group, are not built. The group's
+// for a JoinGroup to a consumer group with members. The group's
 // goroutine, timer and offsets are shared with the classic code.
 //
 // Epochs: the group epoch moves when a member joins, leaves or is fenced,
@@ -170,7 +178,13 @@
 // transaction coordinator completes them after its own load). See
 // txn_offsets.go.
 //
-// Not built: the online migration between classic and consumer groups,
-// rack-aware assignment, and offsets of removed partitions beyond whole
-// topics (partitions only grow here).
+// Racks: member racks (RackId, or the classic subscription's rack) are
+// kept and persisted, but, as Kafka 4.3's uniform and range assignors,
+// the assignors do not use them (Kafka dropped rack-aware server-side
+// assignment before 4.0; racks only enter its topic metadata hash, and a
+// single broker has one rack for its lifetime, so that hash never moves
+// with racks here).
+//
+// Not built: offsets of removed partitions beyond whole topics
+// (partitions only grow here).
 package coordinator

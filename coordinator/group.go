@@ -730,10 +730,8 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 		return
 	}
 	if g.cg != nil && !g.leaveConsumerGroup() {
-		// Classic members in a consumer group (KIP-848's online
-		// migration) are not built: as Kafka for a group that does not
-		// support the classic protocol.
-		fail(kerr.InconsistentGroupProtocol.Code)
+		// A classic member of a consumer group (consumer_classic.go).
+		ch <- g.classicJoin(req, client)
 		return
 	}
 	if req.Reason != nil {
@@ -963,6 +961,10 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, ch chan *kmsg.SyncGroupResponse
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
+	if g.cg != nil {
+		ch <- g.classicSync(req)
+		return
+	}
 	if code := g.checkMember(req.MemberID, req.InstanceID); code != 0 {
 		fail(code)
 		return
@@ -1040,6 +1042,9 @@ func (g *group) heartbeatReq(req *kmsg.HeartbeatRequest) int16 {
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	if g.cg != nil {
+		return g.classicHeartbeat(req)
+	}
 	if g.state == stateEmpty {
 		return kerr.UnknownMemberID.Code
 	}
@@ -1059,6 +1064,9 @@ func (g *group) heartbeatReq(req *kmsg.HeartbeatRequest) int16 {
 
 // leave handles LeaveGroup's members; codes are per member.
 func (g *group) leave(members []kmsg.LeaveGroupRequestMember) []int16 {
+	if g.cg != nil && g.state != stateDead {
+		return g.classicLeave(members)
+	}
 	codes := make([]int16, len(members))
 	removed := false
 	for i, lm := range members {

@@ -179,7 +179,10 @@ func FuzzConsumerGroupRecord(f *testing.F) {
 		epoch: 3, previousEpoch: 2, state: memberUnrevokedPartitions,
 		assigned: tps(partition.TopicID{9}, 0, 1), pendingRevocation: tps(partition.TopicID{9}, 2)}
 	g.cg.target["m"] = tps(partition.TopicID{9}, 0)
-	for _, r := range append(append(g.cgMemberRecords(m), g.cgMetadataRecord()), g.cgTargetRecords()...) {
+	classic := &cgMember{id: "k", clientID: "c", clientHost: "/h", subscribedNames: []string{"a"},
+		assigned: partSet{}, pendingRevocation: partSet{},
+		classic: &classicMember{sessionTimeout: 6 * time.Second, protocols: []protocol{{"range", []byte{0, 1}}, {"cooperative-sticky", nil}}}}
+	for _, r := range append(append(append(g.cgMemberRecords(m), g.cgMetadataRecord()), g.cgTargetRecords()...), g.cgMemberRecords(classic)...) {
 		f.Add(r.Key, r.Value)
 	}
 	f.Fuzz(func(t *testing.T, key, value []byte) {
@@ -194,6 +197,24 @@ func FuzzConsumerGroupRecord(f *testing.F) {
 		lc := newLoadedConsumer()
 		if lc.apply(typ, member, value) != nil {
 			return
+		}
+		if mm := lc.members[member]; mm != nil && mm.classic != nil {
+			// ClassicMemberMetadata survives a re-encoding.
+			g2 := &group{id: "g", cg: newConsumerGroup(time.Time{})}
+			mm.assigned, mm.pendingRevocation = partSet{}, partSet{}
+			lc2 := newLoadedConsumer()
+			if err := lc2.apply(typ, member, g2.cgMemberRecords(mm)[0].Value); err != nil {
+				t.Fatalf("re-encoded member metadata does not decode: %v", err)
+			}
+			c2 := lc2.members[member].classic
+			if c2 == nil || c2.sessionTimeout != mm.classic.sessionTimeout || len(c2.protocols) != len(mm.classic.protocols) {
+				t.Fatalf("round trip changed the classic member metadata")
+			}
+			for i, p := range c2.protocols {
+				if p.name != mm.classic.protocols[i].name || string(p.metadata) != string(mm.classic.protocols[i].metadata) {
+					t.Fatalf("round trip changed protocol %d", i)
+				}
+			}
 		}
 		if cur := lc.current[member]; cur != nil {
 			g2 := &group{id: "g", cg: newConsumerGroup(time.Time{})}

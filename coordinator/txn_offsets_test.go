@@ -413,21 +413,7 @@ func FuzzLoadBatch(f *testing.F) {
 // holding 10,000 other groups: TxnOffsetCommit, the marker, and
 // CompleteTxnOffsets (which looks at every group of the coordinator).
 func BenchmarkTxnOffsetCycle(b *testing.B) {
-	clk := clock.NewManual(epoch)
-	st, err := partition.Open(partition.Config{Dir: b.TempDir(), Clock: clk, Logger: zerolog.Nop()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.OffsetsTopicPartitions = 3
-	cfg.OffsetsRetentionCheckInterval = 1000 * time.Hour
-	cfg.Clock, cfg.Logger = clk, zerolog.Nop()
-	c, err := New(cfg, st)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	defer c.Close()
+	c, st := benchCoordinator(b, 3)
 	for i := 0; i < 10000; i++ {
 		c.lookup("other-"+strconv.Itoa(i), true)
 	}

@@ -187,13 +187,7 @@ func TestConsumerGroup848ChurnConsumesEveryRecordOnce(t *testing.T) {
 				t.Errorf("assignor %q", d.AssignorName)
 			}
 			// Every record's offset was committed.
-			ends := b.endOffsets(t, topic)
-			offs := b.committed(t, group, topic)
-			for p, end := range ends {
-				if offs[p] != end {
-					t.Errorf("partition %d committed %d, end %d", p, offs[p], end)
-				}
-			}
+			b.checkCommittedAtEnd(t, group, topic)
 		})
 	}
 }

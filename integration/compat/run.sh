@@ -11,7 +11,9 @@
 #                          (kafka-python kafka-python-0.11 confluent-kafka
 #                          confluent-admin kafkajs java java-admin
 #                          kafka-python-next confluent-kafka-next kafkajs-next
-#                          java-next; and, outside the default list,
+#                          java-next; java-848 confluent-848: consumer groups
+#                          of the KIP-848 protocol, group.protocol=consumer;
+#                          and, outside the default list,
 #                          java-share: the KafkaShareConsumer, KIP-932;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
@@ -41,7 +43,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin"
 # Consumer groups, idempotence and transactions.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
-ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
+# KIP-848 consumer groups (group.protocol=consumer).
+K848_SLICE="java-848 confluent-848"
+ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE $K848_SLICE"
 # Known clients outside the default list, run with COMPAT_ONLY: share
 # groups (KIP-932; the default list gets it once kcompatd serves them).
 EXTRA_CLIENTS="java-share"
@@ -288,6 +292,14 @@ run_client() {
     confluent-kafka-next)
       (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
         confluent_next.py "$BOOTSTRAP" "$topic") ;;
+    confluent-848)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        confluent_848.py "$BOOTSTRAP" "$topic") ;;
+    java-848)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.Consumer848 "$BOOTSTRAP" "$topic" ;;
     kafkajs)
       KAFKAJS_NO_PARTITIONER_WARNING=1 timeout -k 5 "$CLIENT_TIMEOUT" \
         node "$HERE/js/kafkajs_roundtrip.js" "$BOOTSTRAP" "$topic" ;;
