@@ -2,8 +2,10 @@ package kcompatd
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kcompatd/kcompatd/internal/configdef"
 
@@ -145,7 +147,7 @@ func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, 
 	sc := &protocol.SASLConfig{}
 	for _, m := range configdef.SplitList(lc.SASLEnabledMechanisms) {
 		if !protocol.SupportedMechanism(m) {
-			fail(&c.SASLEnabledMechanisms, fmt.Sprintf("mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m))
+			fail(&c.SASLEnabledMechanisms, fmt.Sprintf("mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)", m))
 			continue
 		}
 		if !slices.Contains(sc.Mechanisms, m) {
@@ -170,6 +172,33 @@ func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, 
 				fail(&c.SASLJAASConfig, err.Error())
 			}
 			sc.PlainUsers = users
+		}
+	}
+	if slices.Contains(sc.Mechanisms, protocol.MechanismOAuthBearer) {
+		oc, oerrs := c.listenerConfig(listener, protocol.MechanismOAuthBearer)
+		errs = append(errs, oerrs...)
+		entry, err := parseJAAS(oc.SASLJAASConfig)
+		switch {
+		case strings.TrimSpace(oc.SASLJAASConfig) == "":
+			fail(&c.SASLJAASConfig, fmt.Sprintf("OAUTHBEARER needs its login module: set %soauthbearer.sasl.jaas.config to %s required;", listenerPrefix(listener), oauthBearerLoginModule))
+		case err != nil:
+			fail(&c.SASLJAASConfig, err.Error())
+		default:
+			ob, err := entry.oauthBearerValidator()
+			if err != nil {
+				fail(&c.SASLJAASConfig, err.Error())
+			}
+			sc.OAuthBearer = ob
+		}
+	}
+	// connections.max.reauth.ms, per mechanism as Kafka's
+	// SaslChannelBuilder reads it.
+	sc.MaxReauth = map[string]time.Duration{}
+	for _, m := range sc.Mechanisms {
+		mc, merrs := c.listenerConfig(listener, m)
+		errs = append(errs, merrs...)
+		if mc.ConnectionsMaxReauthMs > 0 {
+			sc.MaxReauth[m] = time.Duration(min(mc.ConnectionsMaxReauthMs, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 		}
 	}
 	return sc, errs

@@ -166,7 +166,12 @@ func TestSASLConfigErrors(t *testing.T) {
 		want  string
 	}{
 		{map[string]string{}, "mechanism GSSAPI is not supported"},
-		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER"}, "mechanism OAUTHBEARER is not supported"},
+		{map[string]string{"sasl.enabled.mechanisms": "KERBEROS"}, "mechanism KERBEROS is not supported"},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER"}, "OAUTHBEARER needs its login module"},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.jaas.config": plainLoginModule + " required;"}, "OAUTHBEARER needs " + oauthBearerLoginModule},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.jaas.config": oauthBearerLoginModule + " required unsecuredValidatorAllowableClockSkewMs=-1;"}, "unsecuredValidatorAllowableClockSkewMs must be a non-negative int"},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.jaas.config": oauthBearerLoginModule + ` required unsecuredValidatorRequiredScope="a b\\c";`}, "invalid scope value"},
+		{map[string]string{"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": plainLoginModule + " required;", "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "x"}, "connections.max.reauth.ms"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN"}, "PLAIN needs its users"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "x required k=;"}, "has no value"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.x.Scram required;"}, "PLAIN needs org.apache.kafka.common.security.plain.PlainLoginModule"},
@@ -233,5 +238,51 @@ func TestREADMESecurityExample(t *testing.T) {
 	}
 	if err := saslPing(t, b.ListenerAddr("SASL_SSL").String(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism(), kgo.DialTLSConfig(tc)); err != nil {
 		t.Errorf("PLAIN over SASL_SSL: %v", err)
+	}
+}
+
+// OAUTHBEARER's validator options come from the listener's
+// OAuthBearerLoginModule entry, and connections.max.reauth.ms per
+// listener and mechanism, as Kafka's SaslChannelBuilder reads it.
+func TestOAuthBearerAndReauthConfig(t *testing.T) {
+	props := map[string]string{
+		"log.dirs":                                              "/tmp/unused",
+		"listeners":                                             "A://127.0.0.1:0,B://127.0.0.1:0",
+		"listener.security.protocol.map":                        "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":                               "PLAIN,OAUTHBEARER",
+		"listener.name.a.plain.sasl.jaas.config":                plainLoginModule + ` required user_alice="alice-secret";`,
+		"listener.name.b.plain.sasl.jaas.config":                plainLoginModule + ` required user_alice="alice-secret";`,
+		"listener.name.a.oauthbearer.sasl.jaas.config":          oauthBearerLoginModule + ` required unsecuredLoginStringClaim_sub="admin" unsecuredValidatorPrincipalClaimName=user unsecuredValidatorScopeClaimName=perms unsecuredValidatorRequiredScope="read  write" unsecuredValidatorAllowableClockSkewMs=" 1500 ";`,
+		"sasl.jaas.config":                                      oauthBearerLoginModule + ` required;`,
+		"connections.max.reauth.ms":                             "60000",
+		"listener.name.a.connections.max.reauth.ms":             "30000",
+		"listener.name.a.oauthbearer.connections.max.reauth.ms": "10000",
+	}
+	cfg, _, err := ParseConfig(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, cerr := cfg.resolveListeners()
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	ls, errs := cfg.buildListeners(plan)
+	if len(errs) > 0 || len(ls) != 2 {
+		t.Fatalf("%v %v", ls, errs)
+	}
+	a, b := ls[0].SASL, ls[1].SASL
+	if ob := a.OAuthBearer; ob.PrincipalClaim != "user" || ob.ScopeClaim != "perms" || strings.Join(ob.RequiredScope, ",") != "read,write" || ob.AllowableClockSkew != 1500*time.Millisecond {
+		t.Errorf("A's validator %+v", ob)
+	}
+	if ob := b.OAuthBearer; ob.PrincipalClaim != "" || len(ob.RequiredScope) != 0 || ob.AllowableClockSkew != 0 {
+		t.Errorf("B's validator %+v", ob)
+	}
+	want := map[string]time.Duration{"PLAIN": 30 * time.Second, "OAUTHBEARER": 10 * time.Second}
+	if !maps.Equal(a.MaxReauth, want) {
+		t.Errorf("A's connections.max.reauth.ms %v, want %v", a.MaxReauth, want)
+	}
+	want = map[string]time.Duration{"PLAIN": time.Minute, "OAUTHBEARER": time.Minute}
+	if !maps.Equal(b.MaxReauth, want) {
+		t.Errorf("B's connections.max.reauth.ms %v, want %v", b.MaxReauth, want)
 	}
 }
