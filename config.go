@@ -535,7 +535,7 @@ var properties = []property{
 		field:        func(c *Config) any { return &c.SASLJAASConfig },
 		perListener:  true,
 		perMechanism: true,
-		note:         "`listener.name.<l>.plain.sasl.jaas.config=...PlainLoginModule required user_alice=\"alice-secret\";` names PLAIN's users; `listener.name.<l>.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;` enables OAUTHBEARER, with the unsecured validator's options `unsecuredValidatorPrincipalClaimName`, `unsecuredValidatorScopeClaimName`, `unsecuredValidatorRequiredScope`, `unsecuredValidatorAllowableClockSkewMs`; kcompatd also reads it unprefixed or with only the listener prefix (Kafka ignores those on a broker)",
+		note:         "`listener.name.<l>.plain.sasl.jaas.config=...PlainLoginModule required user_alice=\"alice-secret\";` names PLAIN's users; `listener.name.<l>.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;` enables OAUTHBEARER, with the unsecured validator's options `unsecuredValidatorPrincipalClaimName`, `unsecuredValidatorScopeClaimName`, `unsecuredValidatorRequiredScope`, `unsecuredValidatorAllowableClockSkewMs` (Kafka's broker also logs in with a token of its own and so needs `unsecuredLoginStringClaim_sub=\"admin\"` there; kcompatd ignores it); kcompatd also reads it unprefixed or with only the listener prefix (Kafka ignores those on a broker)",
 	},
 	{
 		Def: configdef.Def{Name: "connections.max.reauth.ms", Type: configdef.Long, Default: "0",

@@ -284,6 +284,7 @@ func (c *conn) saslAuthenticate(h header, req *kmsg.SASLAuthenticateRequest) err
 		resp.SASLAuthBytes = []byte{}
 	}
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
+	resp.ErrorMessage = new(string) // Kafka's default: empty, not null
 	return c.write(h, resp)
 }
 

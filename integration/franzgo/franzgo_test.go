@@ -216,7 +216,7 @@ func TestFranzGoSuite(t *testing.T) {
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
 			"sasl.enabled.mechanisms=SCRAM-SHA-256",
 			"listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER",
-			"listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+			"listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"admin\";",
 		},
 		Logf: func(string, ...any) {}, // kept in b.Output() for failures
 	})
