@@ -167,28 +167,16 @@ func validOAuthSaslName(b []byte) bool {
 	return true
 }
 
+// validOAuthKey and validOAuthValue are RFC 7628's key (letters) and
+// value (printable ASCII, space, tab, CR, LF), at least one character.
 func validOAuthKey(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return len(b) > 0 && allBytes(string(b), func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' })
 }
 
 func validOAuthValue(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if !(0x21 <= c && c <= 0x7e || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-			return false
-		}
-	}
-	return true
+	return len(b) > 0 && allBytes(string(b), func(c byte) bool {
+		return 0x21 <= c && c <= 0x7e || c == ' ' || c == '\t' || c == '\r' || c == '\n'
+	})
 }
 
 func isWordByte(c byte) bool {
