@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"strings"
@@ -285,4 +286,58 @@ func TestOAuthBearerAndReauthConfig(t *testing.T) {
 	if !maps.Equal(b.MaxReauth, want) {
 		t.Errorf("B's connections.max.reauth.ms %v, want %v", b.MaxReauth, want)
 	}
+}
+
+// listener.name.* overrides are listed by DescribeConfigs of the broker
+// as Kafka 4.3.1 lists them: STATIC_BROKER_CONFIG, of the overridden
+// property's type (a JAAS config sensitive, its value hidden), read-only,
+// undocumented, the overridden property its synonym after itself.
+func TestListenerOverridesDescribed(t *testing.T) {
+	b := newTestBroker(t, "", map[string]string{
+		"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms":         "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":          plainLoginModule + ` required user_alice="alice-secret";`,
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "4000",
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.ListenerAddr("PLAINTEXT").String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms, req.IncludeDocumentation = true, true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range resp.Resources[0].Configs {
+		if !strings.HasPrefix(c.Name, "listener.name.") {
+			continue
+		}
+		line := fmt.Sprintf("%v src=%d sens=%v ro=%v type=%d doc=%v", strp(c.Value), c.Source, c.IsSensitive, c.ReadOnly, c.ConfigType, c.Documentation != nil)
+		for _, sy := range c.ConfigSynonyms {
+			line += fmt.Sprintf(" | %s=%s src=%d", sy.Name, strp(sy.Value), sy.Source)
+		}
+		got[c.Name] = line
+	}
+	// What Kafka 4.3.1 answers for the same three.
+	want := map[string]string{
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms":         "PLAIN src=4 sens=false ro=true type=7 doc=false | listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN src=4 | sasl.enabled.mechanisms=GSSAPI src=5",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":          "<nil> src=4 sens=true ro=true type=9 doc=false | listener.name.sasl_plaintext.plain.sasl.jaas.config=<nil> src=4",
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "4000 src=4 sens=false ro=true type=5 doc=false | listener.name.sasl_plaintext.plain.connections.max.reauth.ms=4000 src=4 | connections.max.reauth.ms=0 src=5",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("got\n%v\nwant\n%v", got, want)
+	}
+}
+
+func strp(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
 }
