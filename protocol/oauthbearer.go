@@ -406,11 +406,15 @@ type oauthServer struct {
 	// errorStatus is the JSON status sent for a rejected token, awaiting
 	// the client's %x01.
 	errorStatus string
+	rejected    error // why the token was refused, for the log
 	user        string
 	expMs       int64
 }
 
 func (o *oauthServer) User() string { return o.user }
+
+// Rejected is why the last token was refused (nil if it was not).
+func (o *oauthServer) Rejected() error { return o.rejected }
 
 // CredentialExpiry is the token's exp: the session's end.
 func (o *oauthServer) CredentialExpiry() time.Time { return time.UnixMilli(o.expMs) }
@@ -419,13 +423,14 @@ func (o *oauthServer) Next(msg []byte) ([]byte, bool, error) {
 	if len(msg) == 1 && msg[0] == 1 && o.errorStatus != "" {
 		return nil, false, &authFailure{msg: o.errorStatus, err: fmt.Errorf("%w: OAUTHBEARER: %s", errAuthentication, o.errorStatus)}
 	}
-	o.errorStatus = ""
+	o.errorStatus, o.rejected = "", nil
 	cf, err := parseOAuthClientFirst(msg)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w", errAuthentication, err)
 	}
 	tok, err := parseUnsecuredJWS(cf.token, o.cfg, o.now())
 	if err != nil {
+		o.rejected = err
 		o.errorStatus = `{"status":"invalid_token"}`
 		var sf *scopeFailure
 		if errors.As(err, &sf) {

@@ -279,6 +279,9 @@ func (c *conn) saslAuthenticate(h header, req *kmsg.SASLAuthenticateRequest) err
 		}
 		return errAuthentication
 	}
+	if r, ok := st.server.(interface{ Rejected() error }); ok && r.Rejected() != nil {
+		c.log.Info().Err(r.Rejected()).Str("mechanism", st.mechanism).Msg("SASL token refused")
+	}
 	resp.SASLAuthBytes = out
 	if resp.SASLAuthBytes == nil {
 		resp.SASLAuthBytes = []byte{}
