@@ -1,6 +1,10 @@
 package kcompatd
 
 import (
+	"maps"
+	"slices"
+
+	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol"
 )
@@ -24,6 +28,13 @@ func (c *Config) brokerConfigs() []protocol.BrokerConfig {
 	for _, b := range partition.BrokerLogConfigs() {
 		v := c.logDefault(b)
 		add(protocol.BrokerConfig{Def: b.Def, Value: v, Set: v != d.logDefault(b)})
+	}
+	// The listener.name.* overrides as Kafka lists the originals: set,
+	// of the type of the property they override, undocumented.
+	for _, name := range slices.Sorted(maps.Keys(c.ListenerProperties)) {
+		p := listenerProperty(name)
+		def := configdef.Def{Name: name, Type: p.Type, NullDefault: true}
+		add(protocol.BrokerConfig{Def: def, Value: c.ListenerProperties[name], Set: true, OverrideOf: p.Name})
 	}
 	return out
 }

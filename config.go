@@ -95,6 +95,10 @@ type Config struct {
 	SASLEnabledMechanisms    string
 	SASLJAASConfig           string
 	SASLServerMaxReceiveSize int32
+	// ConnectionsMaxReauthMs is connections.max.reauth.ms (per listener
+	// and mechanism): the longest a SASL session lasts before the client
+	// must re-authenticate, in milliseconds (default 0: no limit).
+	ConnectionsMaxReauthMs int64
 	// SCRAMUsers are SCRAM credentials to create at start-up
 	// (kcompatd.scram.users, kcompatd's own; default none), in
 	// kafka-storage format --add-scram's syntax.
@@ -563,7 +567,7 @@ var properties = []property{
 			Doc: "The list of SASL mechanisms enabled in the Kafka server. The list may contain any mechanism for which a security provider is available. Only GSSAPI is enabled by default."},
 		field:       func(c *Config) any { return &c.SASLEnabledMechanisms },
 		perListener: true,
-		note:        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, the default, and OAUTHBEARER are refused on a SASL listener)",
+		note:        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (with Kafka's unsecured JWS validator; GSSAPI, the default, is refused on a SASL listener)",
 	},
 	{
 		Def: configdef.Def{Name: "sasl.jaas.config", Type: configdef.Password, NullDefault: true,
@@ -571,7 +575,15 @@ var properties = []property{
 		field:        func(c *Config) any { return &c.SASLJAASConfig },
 		perListener:  true,
 		perMechanism: true,
-		note:         "`listener.name.<l>.plain.sasl.jaas.config=...PlainLoginModule required user_alice=\"alice-secret\";` names PLAIN's users; kcompatd also reads it unprefixed or with only the listener prefix (Kafka ignores those on a broker)",
+		note:         "`listener.name.<l>.plain.sasl.jaas.config=...PlainLoginModule required user_alice=\"alice-secret\";` names PLAIN's users; `listener.name.<l>.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;` enables OAUTHBEARER, with the unsecured validator's options `unsecuredValidatorPrincipalClaimName`, `unsecuredValidatorScopeClaimName`, `unsecuredValidatorRequiredScope`, `unsecuredValidatorAllowableClockSkewMs` (Kafka's broker also logs in with a token of its own and so needs `unsecuredLoginStringClaim_sub=\"admin\"` there; kcompatd ignores it); kcompatd also reads it unprefixed or with only the listener prefix (Kafka ignores those on a broker)",
+	},
+	{
+		Def: configdef.Def{Name: "connections.max.reauth.ms", Type: configdef.Long, Default: "0",
+			Doc: "When explicitly set to a positive number (the default is 0, not a positive number), a session lifetime that will not exceed the configured value will be communicated to v2.2.0 or later clients when they authenticate. The broker will disconnect any such connection that is not re-authenticated within the session lifetime and that is then subsequently used for any purpose other than re-authentication. Configuration names can optionally be prefixed with listener prefix and SASL mechanism name in lower-case. For example, listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=3600000"},
+		field:        func(c *Config) any { return &c.ConnectionsMaxReauthMs },
+		perListener:  true,
+		perMechanism: true,
+		note:         "a SASL session's longest lifetime, ms (an OAUTHBEARER token's `exp` may end it sooner), told in SaslAuthenticate's SessionLifetimeMs; a client re-authenticates on the connection within it (KIP-368), and one that does not is closed at its next request; 0 or less: no limit",
 	},
 	{
 		Def: configdef.Def{Name: "sasl.server.max.receive.size", Type: configdef.Int, Default: "524288", Range: configdef.AtLeast(1),

@@ -15,11 +15,19 @@ package kcompatd
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/kcompatd/kcompatd/protocol"
 )
 
 // plainLoginModule is the login module whose options name PLAIN's users.
 const plainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+// oauthBearerLoginModule is OAUTHBEARER's login module, whose options
+// configure the unsecured validator.
+const oauthBearerLoginModule = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 // jaasEntry is one login module of a JAAS configuration.
 type jaasEntry struct {
@@ -180,4 +188,30 @@ func (e jaasEntry) plainUsers() (map[string]string, error) {
 		}
 	}
 	return users, nil
+}
+
+// oauthBearerValidator reads the unsecured validator's options of an
+// OAuthBearerLoginModule entry, as Kafka's
+// OAuthBearerUnsecuredValidatorCallbackHandler does (Kafka checks the
+// clock skew and the scope at the first login; kcompatd at start-up).
+func (e jaasEntry) oauthBearerValidator() (protocol.OAuthBearerConfig, error) {
+	var ob protocol.OAuthBearerConfig
+	if e.module != oauthBearerLoginModule {
+		return ob, fmt.Errorf("OAUTHBEARER needs %s, not %s", oauthBearerLoginModule, e.module)
+	}
+	ob.PrincipalClaim = strings.TrimSpace(e.options["unsecuredValidatorPrincipalClaimName"])
+	ob.ScopeClaim = strings.TrimSpace(e.options["unsecuredValidatorScopeClaimName"])
+	scope, err := protocol.ParseOAuthBearerScope(strings.TrimSpace(e.options["unsecuredValidatorRequiredScope"]))
+	if err != nil {
+		return ob, fmt.Errorf("unsecuredValidatorRequiredScope: %v", err)
+	}
+	ob.RequiredScope = scope
+	if v := strings.TrimSpace(e.options["unsecuredValidatorAllowableClockSkewMs"]); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || ms < 0 {
+			return ob, fmt.Errorf("unsecuredValidatorAllowableClockSkewMs must be a non-negative int, not %q", v)
+		}
+		ob.AllowableClockSkew = time.Duration(ms) * time.Millisecond
+	}
+	return ob, nil
 }

@@ -2,8 +2,10 @@ package kcompatd
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kcompatd/kcompatd/internal/configdef"
 
@@ -134,9 +136,11 @@ func (c *Config) buildListeners(plan listenerPlan) ([]*protocol.Listener, []*Con
 }
 
 // serverSASL builds a SASL listener's mechanisms from lc, the listener's
-// view of c: sasl.enabled.mechanisms, and for PLAIN the users of its
-// PlainLoginModule (listener.name.<l>.plain.sasl.jaas.config, else the
-// listener's or the broker's sasl.jaas.config).
+// view of c: sasl.enabled.mechanisms, for PLAIN the users of its
+// PlainLoginModule and for OAUTHBEARER the validator's options of its
+// OAuthBearerLoginModule (listener.name.<l>.<m>.sasl.jaas.config, else
+// the listener's or the broker's sasl.jaas.config), and each mechanism's
+// connections.max.reauth.ms.
 func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, []*ConfigError) {
 	var errs []*ConfigError
 	fail := func(prop *string, reason string) {
@@ -145,7 +149,7 @@ func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, 
 	sc := &protocol.SASLConfig{}
 	for _, m := range configdef.SplitList(lc.SASLEnabledMechanisms) {
 		if !protocol.SupportedMechanism(m) {
-			fail(&c.SASLEnabledMechanisms, fmt.Sprintf("mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m))
+			fail(&c.SASLEnabledMechanisms, fmt.Sprintf("mechanism %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)", m))
 			continue
 		}
 		if !slices.Contains(sc.Mechanisms, m) {
@@ -155,21 +159,41 @@ func (c *Config) serverSASL(listener string, lc *Config) (*protocol.SASLConfig, 
 	if len(sc.Mechanisms) == 0 && len(errs) == 0 {
 		fail(&c.SASLEnabledMechanisms, "a SASL listener needs at least one mechanism")
 	}
-	if slices.Contains(sc.Mechanisms, protocol.MechanismPlain) {
-		pc, perrs := c.listenerConfig(listener, protocol.MechanismPlain)
-		errs = append(errs, perrs...)
-		entry, err := parseJAAS(pc.SASLJAASConfig)
-		switch {
-		case strings.TrimSpace(pc.SASLJAASConfig) == "":
-			fail(&c.SASLJAASConfig, fmt.Sprintf("PLAIN needs its users: set %splain.sasl.jaas.config to %s required user_NAME=\"PASSWORD\";", listenerPrefix(listener), plainLoginModule))
-		case err != nil:
-			fail(&c.SASLJAASConfig, err.Error())
-		default:
-			users, err := entry.plainUsers()
-			if err != nil {
+	sc.MaxReauth = map[string]time.Duration{}
+	for _, m := range sc.Mechanisms {
+		mc, merrs := c.listenerConfig(listener, m)
+		errs = append(errs, merrs...)
+		// connections.max.reauth.ms, per mechanism as Kafka's
+		// SaslChannelBuilder reads it.
+		if mc.ConnectionsMaxReauthMs > 0 {
+			sc.MaxReauth[m] = time.Duration(min(mc.ConnectionsMaxReauthMs, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+		}
+		// The mechanism's JAAS entry, for the mechanisms that read one.
+		jaas := func(module, need, options string) (jaasEntry, bool) {
+			entry, err := parseJAAS(mc.SASLJAASConfig)
+			switch {
+			case strings.TrimSpace(mc.SASLJAASConfig) == "":
+				fail(&c.SASLJAASConfig, fmt.Sprintf("%s needs %s: set %s%s.sasl.jaas.config to %s required%s;", m, need, listenerPrefix(listener), strings.ToLower(m), module, options))
+			case err != nil:
 				fail(&c.SASLJAASConfig, err.Error())
+			default:
+				return entry, true
 			}
-			sc.PlainUsers = users
+			return entry, false
+		}
+		var err error
+		switch m {
+		case protocol.MechanismPlain:
+			if entry, ok := jaas(plainLoginModule, "its users", ` user_NAME="PASSWORD"`); ok {
+				sc.PlainUsers, err = entry.plainUsers()
+			}
+		case protocol.MechanismOAuthBearer:
+			if entry, ok := jaas(oauthBearerLoginModule, "its login module", ""); ok {
+				sc.OAuthBearer, err = entry.oauthBearerValidator()
+			}
+		}
+		if err != nil {
+			fail(&c.SASLJAASConfig, err.Error())
 		}
 	}
 	return sc, errs

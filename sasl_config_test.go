@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"strings"
@@ -166,7 +167,12 @@ func TestSASLConfigErrors(t *testing.T) {
 		want  string
 	}{
 		{map[string]string{}, "mechanism GSSAPI is not supported"},
-		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER"}, "mechanism OAUTHBEARER is not supported"},
+		{map[string]string{"sasl.enabled.mechanisms": "KERBEROS"}, "mechanism KERBEROS is not supported"},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER"}, "OAUTHBEARER needs its login module"},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.jaas.config": plainLoginModule + " required;"}, "OAUTHBEARER needs " + oauthBearerLoginModule},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.jaas.config": oauthBearerLoginModule + " required unsecuredValidatorAllowableClockSkewMs=-1;"}, "unsecuredValidatorAllowableClockSkewMs must be a non-negative int"},
+		{map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.jaas.config": oauthBearerLoginModule + ` required unsecuredValidatorRequiredScope="a b\\c";`}, "invalid scope value"},
+		{map[string]string{"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": plainLoginModule + " required;", "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "x"}, "connections.max.reauth.ms"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN"}, "PLAIN needs its users"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "x required k=;"}, "has no value"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.x.Scram required;"}, "PLAIN needs org.apache.kafka.common.security.plain.PlainLoginModule"},
@@ -234,4 +240,104 @@ func TestREADMESecurityExample(t *testing.T) {
 	if err := saslPing(t, b.ListenerAddr("SASL_SSL").String(), plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism(), kgo.DialTLSConfig(tc)); err != nil {
 		t.Errorf("PLAIN over SASL_SSL: %v", err)
 	}
+}
+
+// OAUTHBEARER's validator options come from the listener's
+// OAuthBearerLoginModule entry, and connections.max.reauth.ms per
+// listener and mechanism, as Kafka's SaslChannelBuilder reads it.
+func TestOAuthBearerAndReauthConfig(t *testing.T) {
+	props := map[string]string{
+		"log.dirs":                                              "/tmp/unused",
+		"listeners":                                             "A://127.0.0.1:0,B://127.0.0.1:0",
+		"listener.security.protocol.map":                        "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":                               "PLAIN,OAUTHBEARER",
+		"listener.name.a.plain.sasl.jaas.config":                plainLoginModule + ` required user_alice="alice-secret";`,
+		"listener.name.b.plain.sasl.jaas.config":                plainLoginModule + ` required user_alice="alice-secret";`,
+		"listener.name.a.oauthbearer.sasl.jaas.config":          oauthBearerLoginModule + ` required unsecuredLoginStringClaim_sub="admin" unsecuredValidatorPrincipalClaimName=user unsecuredValidatorScopeClaimName=perms unsecuredValidatorRequiredScope="read  write" unsecuredValidatorAllowableClockSkewMs=" 1500 ";`,
+		"sasl.jaas.config":                                      oauthBearerLoginModule + ` required;`,
+		"connections.max.reauth.ms":                             "60000",
+		"listener.name.a.connections.max.reauth.ms":             "30000",
+		"listener.name.a.oauthbearer.connections.max.reauth.ms": "10000",
+	}
+	cfg, _, err := ParseConfig(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, cerr := cfg.resolveListeners()
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	ls, errs := cfg.buildListeners(plan)
+	if len(errs) > 0 || len(ls) != 2 {
+		t.Fatalf("%v %v", ls, errs)
+	}
+	a, b := ls[0].SASL, ls[1].SASL
+	if ob := a.OAuthBearer; ob.PrincipalClaim != "user" || ob.ScopeClaim != "perms" || strings.Join(ob.RequiredScope, ",") != "read,write" || ob.AllowableClockSkew != 1500*time.Millisecond {
+		t.Errorf("A's validator %+v", ob)
+	}
+	if ob := b.OAuthBearer; ob.PrincipalClaim != "" || len(ob.RequiredScope) != 0 || ob.AllowableClockSkew != 0 {
+		t.Errorf("B's validator %+v", ob)
+	}
+	want := map[string]time.Duration{"PLAIN": 30 * time.Second, "OAUTHBEARER": 10 * time.Second}
+	if !maps.Equal(a.MaxReauth, want) {
+		t.Errorf("A's connections.max.reauth.ms %v, want %v", a.MaxReauth, want)
+	}
+	want = map[string]time.Duration{"PLAIN": time.Minute, "OAUTHBEARER": time.Minute}
+	if !maps.Equal(b.MaxReauth, want) {
+		t.Errorf("B's connections.max.reauth.ms %v, want %v", b.MaxReauth, want)
+	}
+}
+
+// listener.name.* overrides are listed by DescribeConfigs of the broker
+// as Kafka 4.3.1 lists them: STATIC_BROKER_CONFIG, of the overridden
+// property's type (a JAAS config sensitive, its value hidden), read-only,
+// undocumented, the overridden property its synonym after itself.
+func TestListenerOverridesDescribed(t *testing.T) {
+	b := newTestBroker(t, "", map[string]string{
+		"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms":         "PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":          plainLoginModule + ` required user_alice="alice-secret";`,
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "4000",
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.ListenerAddr("PLAINTEXT").String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms, req.IncludeDocumentation = true, true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range resp.Resources[0].Configs {
+		if !strings.HasPrefix(c.Name, "listener.name.") {
+			continue
+		}
+		line := fmt.Sprintf("%v src=%d sens=%v ro=%v type=%d doc=%v", strp(c.Value), c.Source, c.IsSensitive, c.ReadOnly, c.ConfigType, c.Documentation != nil)
+		for _, sy := range c.ConfigSynonyms {
+			line += fmt.Sprintf(" | %s=%s src=%d", sy.Name, strp(sy.Value), sy.Source)
+		}
+		got[c.Name] = line
+	}
+	// What Kafka 4.3.1 answers for the same three.
+	want := map[string]string{
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms":         "PLAIN src=4 sens=false ro=true type=7 doc=false | listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN src=4 | sasl.enabled.mechanisms=GSSAPI src=5",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":          "<nil> src=4 sens=true ro=true type=9 doc=false | listener.name.sasl_plaintext.plain.sasl.jaas.config=<nil> src=4",
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "4000 src=4 sens=false ro=true type=5 doc=false | listener.name.sasl_plaintext.plain.connections.max.reauth.ms=4000 src=4 | connections.max.reauth.ms=0 src=5",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("got\n%v\nwant\n%v", got, want)
+	}
+}
+
+func strp(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
 }

@@ -3,17 +3,22 @@ package integration
 import (
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -222,5 +227,65 @@ func TestSASLListeners(t *testing.T) {
 	described, err := kadm.NewClient(b.newClient(t)).DescribeUserSCRAMs(ctx)
 	if err != nil || len(described) != 2 || described["carol"].CredInfos[0].Iterations != 8192 {
 		t.Errorf("after restart: %+v %v", described, err)
+	}
+}
+
+// disconnects counts the connections to the broker that ended (kgo's
+// HookBrokerDisconnect).
+type disconnects struct{ n atomic.Int32 }
+
+func (d *disconnects) OnBrokerDisconnect(kgo.BrokerMetadata, net.Conn) { d.n.Add(1) }
+
+// OAUTHBEARER with Kafka's unsecured validator, and re-authentication
+// (KIP-368) over the binary: a PLAIN client whose session lasts
+// connections.max.reauth.ms (2 s) keeps producing past several lifetimes
+// on the connections it has, re-authenticating on them (kgo does so a
+// second before the end); an unsecured token logs in, an expired one is
+// refused with invalid_token, one without the required scope with
+// insufficient_scope.
+func TestSASLOAuthBearerAndReauthentication(t *testing.T) {
+	b, addrs := startSecured(t, "", []listenerSpec{{"SASL_PLAINTEXT", "SASL_PLAINTEXT"}},
+		"sasl.enabled.mechanisms=PLAIN,OAUTHBEARER",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config="+plainJAAS(map[string]string{"alice": "alice-secret"}),
+		`listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin" unsecuredValidatorRequiredScope="produce";`,
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms=2000",
+	)
+	ctx := adminCtx(t)
+	addr := addrs["SASL_PLAINTEXT"]
+
+	token := func(claims string) string {
+		enc := base64.RawURLEncoding.EncodeToString
+		return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
+	}
+	ping := func(tok string) error {
+		cl, closeCl := b.tempClient(t, kgo.SeedBrokers(addr), kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()), kgo.RequestRetries(0))
+		defer closeCl()
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	hour := time.Now().Add(time.Hour).Unix()
+	if err := ping(token(fmt.Sprintf(`{"sub":"bob","exp":%d,"scope":["produce"]}`, hour))); err != nil {
+		t.Errorf("OAUTHBEARER: %v", err)
+	}
+	for _, tt := range []struct{ claims, want string }{
+		{fmt.Sprintf(`{"sub":"bob","exp":%d,"scope":"produce"}`, time.Now().Add(-time.Minute).Unix()), `{"status":"invalid_token"}`},
+		{fmt.Sprintf(`{"sub":"bob","exp":%d}`, hour), `{"status":"insufficient_scope", "scope":"[produce]"}`},
+	} {
+		if err := ping(token(tt.claims)); !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED %s", tt.claims, err, tt.want)
+		}
+	}
+
+	var d disconnects
+	cl := b.newClient(t, kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("reauth"),
+		kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()), kgo.WithHooks(&d))
+	for i := range 25 { // about 5 s: beyond two session lifetimes
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(strconv.Itoa(i))).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		time.Sleep(200 * time.Millisecond) // real time, for the sessions to run out
+	}
+	if n := d.n.Load(); n != 0 {
+		t.Errorf("%d connections ended while re-authentication should have kept them", n)
 	}
 }

@@ -496,6 +496,11 @@ func (c *conn) serve(frame []byte) error {
 	if c.sasl != nil && c.sasl.stage != saslDone {
 		return c.serveSASL(frame)
 	}
+	if c.sasl != nil {
+		if handled, err := c.serveSession(frame); handled {
+			return err
+		}
+	}
 	start := c.requestStart()
 	h, a, req, err := decodeRequest(c.s.table, frame)
 	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {

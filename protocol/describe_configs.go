@@ -79,6 +79,10 @@ type BrokerConfig struct {
 	// Set reports that the value was configured (server.properties, -c)
 	// rather than left at its default: Kafka's STATIC_BROKER_CONFIG.
 	Set bool
+	// OverrideOf is, for a listener.name.<l>.[<m>.]<property> override,
+	// the property it overrides: its synonym after itself, as Kafka's
+	// DynamicBrokerConfig.brokerConfigSynonyms with listener overrides.
+	OverrideOf string
 }
 
 // brokerDynamic reports whether kcompatd applies a change of the broker
@@ -138,6 +142,9 @@ func (v configView) defaultOf(name string) *string {
 // from the first entry naming name itself.
 func (v configView) synonyms(name string) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	names := partition.BrokerConfigSynonyms(name)
+	if base := v.static[name].OverrideOf; base != "" {
+		names = []string{name, base}
+	}
 	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 	add := func(n string, val *string, src kmsg.ConfigSource) {
 		sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -398,7 +405,7 @@ func (v configView) brokerEntry(name string, perBroker, withSynonyms, docs bool)
 			}
 		}
 	}
-	if docs {
+	if docs && v.static[name].OverrideOf == "" { // Kafka documents no override
 		doc := v.static[name].Doc
 		c.Documentation = &doc
 	}

@@ -25,8 +25,12 @@ package protocol
 //     (512 KiB) closes the connection.
 //   - Once authenticated the principal is User:<name>, and both APIs
 //     answer ILLEGAL_SASL_STATE, as KafkaApis does on an authenticated
-//     connection and on listeners without SASL. Re-authentication
-//     (KIP-368) is not served: SessionLifetimeMillis is 0.
+//     connection and on listeners without SASL, unless the session can be
+//     re-authenticated (sasl_reauth.go).
+//   - The session lasts connections.max.reauth.ms (per listener and
+//     mechanism; 0: for ever), or less if the credential expires sooner
+//     (an OAUTHBEARER token's exp): SaslAuthenticate v1+ tells the client
+//     in SessionLifetimeMs.
 //
 // Version notes:
 //   - SaslHandshake v1: the exchange moves into SaslAuthenticate
@@ -41,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,7 +65,7 @@ func init() {
 	register(saslAuthenticateKey, 0, 2, handleSaslAuthenticateAuthenticated)
 }
 
-// Mechanism names.
+// Mechanism names (OAUTHBEARER's is in oauthbearer.go).
 const (
 	MechanismPlain = "PLAIN"
 )
@@ -68,16 +73,22 @@ const (
 // SASLConfig is a SASL listener's authentication.
 type SASLConfig struct {
 	// Mechanisms are the enabled mechanisms in sasl.enabled.mechanisms
-	// order: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
+	// order: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER.
 	Mechanisms []string
 	// PlainUsers are PLAIN's users and passwords (the user_<name> options
 	// of the listener's PlainLoginModule JAAS config).
 	PlainUsers map[string]string
+	// OAuthBearer is OAUTHBEARER's unsecured validator.
+	OAuthBearer OAuthBearerConfig
+	// MaxReauth is connections.max.reauth.ms of each mechanism as the
+	// listener sees it: the longest a session lasts before the client
+	// must re-authenticate (0 or absent: no limit).
+	MaxReauth map[string]time.Duration
 }
 
 // SupportedMechanism says whether kcompatd serves the SASL mechanism.
 func SupportedMechanism(name string) bool {
-	return name == MechanismPlain || ScramMechanismByName(name) != nil
+	return name == MechanismPlain || name == MechanismOAuthBearer || ScramMechanismByName(name) != nil
 }
 
 // Defaults of the SASL settings of Config.
@@ -97,6 +108,12 @@ type saslServer interface {
 	User() string
 }
 
+// expiringCredential is a saslServer whose credential expires (Kafka's
+// CREDENTIAL_LIFETIME_MS negotiated property): the session ends then.
+type expiringCredential interface {
+	CredentialExpiry() time.Time
+}
+
 // saslStage is where a SASL connection is in its authentication.
 type saslStage int8
 
@@ -112,6 +129,7 @@ type saslState struct {
 	rawTokens bool // the handshake was v0: tokens are unframed
 	mechanism string
 	server    saslServer
+	reauth    reauthState
 }
 
 // Kafka's messages for a failed authentication.
@@ -119,6 +137,12 @@ const plainFailedMessage = "Authentication failed: Invalid username or password"
 
 func invalidCredentialsMessage(mechanism string) string {
 	return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism
+}
+
+// invalidReauthCredentialsMessage is invalidCredentialsMessage during
+// re-authentication.
+func invalidReauthCredentialsMessage(mechanism string) string {
+	return "Authentication failed during re-authentication due to invalid credentials with SASL mechanism " + mechanism
 }
 
 // errAuthentication closes a connection whose authentication failed.
@@ -139,8 +163,11 @@ func (e *authFailure) Unwrap() error { return e.err }
 
 // newSASLServer starts mechanism's exchange on listener l.
 func (s *Server) newSASLServer(l *Listener, mechanism string) saslServer {
-	if mechanism == MechanismPlain {
+	switch mechanism {
+	case MechanismPlain:
 		return &plainServer{users: l.SASL.PlainUsers, dummy: s.saslSecret}
+	case MechanismOAuthBearer:
+		return &oauthServer{cfg: &l.SASL.OAuthBearer, now: s.clock.Now}
 	}
 	m := ScramMechanismByName(mechanism)
 	return &scramServer{
@@ -157,15 +184,20 @@ func (s *Server) newSASLServer(l *Listener, mechanism string) saslServer {
 // yet. A returned error closes the connection.
 func (c *conn) serveSASL(frame []byte) error {
 	st := c.sasl
+	if st.stage == saslAuthenticate && st.reauth.badMechanism != "" {
+		c.log.Info().Str("mechanism", st.mechanism).Msg(st.reauth.badMechanism)
+		c.delayFailure()
+		return errAuthentication
+	}
 	if st.stage == saslAuthenticate && st.rawTokens {
 		out, done, err := st.server.Next(frame)
+		if done { // before the answer, after which the client sends more
+			_, err = c.authenticated(st)
+		}
 		if err != nil {
-			c.log.Info().Err(err).Str("mechanism", st.mechanism).Msg("SASL authentication failed")
+			c.log.Info().Err(err).Str("mechanism", st.mechanism).Bool("reauthentication", st.reauth.active).Msg("SASL authentication failed")
 			c.delayFailure()
 			return errAuthentication
-		}
-		if done { // before the answer, after which the client sends more
-			c.authenticated(st)
 		}
 		c.requestDone()
 		// Every token is answered, PLAIN's with an empty one, which
@@ -182,7 +214,7 @@ func (c *conn) serveSASL(frame []byte) error {
 		return err
 	}
 	switch {
-	case st.stage == saslHandshake && h.key == kmsg.ApiVersions.Int16():
+	case st.stage == saslHandshake && h.key == kmsg.ApiVersions.Int16() && !st.reauth.active:
 		r := &Request{Ctx: c.ctx, Version: h.version, CorrelationID: h.correlation, ClientID: h.clientID, Remote: c.remote, Body: req, listener: c.listener}
 		resp, err := c.call(a, r)
 		if err != nil {
@@ -210,7 +242,14 @@ func (c *conn) saslHandshake(h header, req *kmsg.SASLHandshakeRequest) error {
 		}
 		return errAuthentication
 	}
-	st.stage, st.rawTokens, st.mechanism = saslAuthenticate, h.version == 0, req.Mechanism
+	st.stage, st.rawTokens = saslAuthenticate, h.version == 0
+	if st.reauth.active && req.Mechanism != st.mechanism {
+		// Answered as a handshake; the exchange then fails (Kafka's
+		// REAUTH_BAD_MECHANISM).
+		st.reauth.badMechanism = fmt.Sprintf("SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'", req.Mechanism, st.mechanism)
+		return c.write(h, resp)
+	}
+	st.mechanism = req.Mechanism
 	st.server = c.s.newSASLServer(c.listener, req.Mechanism)
 	return c.write(h, resp)
 }
@@ -219,37 +258,60 @@ func (c *conn) saslAuthenticate(h header, req *kmsg.SASLAuthenticateRequest) err
 	st := c.sasl
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	out, done, err := st.server.Next(req.SASLAuthBytes)
+	var lifetime time.Duration
+	if err == nil && done {
+		lifetime, err = c.authenticated(st)
+	}
 	if err != nil {
 		msg := invalidCredentialsMessage(st.mechanism)
+		if st.reauth.active {
+			msg = invalidReauthCredentialsMessage(st.mechanism)
+		}
 		var af *authFailure
 		if errors.As(err, &af) {
 			msg = af.msg
 		}
 		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, &msg
-		c.log.Info().Err(err).Str("mechanism", st.mechanism).Msg("SASL authentication failed")
+		c.log.Info().Err(err).Str("mechanism", st.mechanism).Bool("reauthentication", st.reauth.active).Msg("SASL authentication failed")
 		c.delayFailure()
 		if err := c.write(h, resp); err != nil {
 			return err
 		}
 		return errAuthentication
 	}
+	if r, ok := st.server.(interface{ Rejected() error }); ok && r.Rejected() != nil {
+		c.log.Info().Err(r.Rejected()).Str("mechanism", st.mechanism).Msg("SASL token refused")
+	}
 	resp.SASLAuthBytes = out
 	if resp.SASLAuthBytes == nil {
 		resp.SASLAuthBytes = []byte{}
 	}
-	if done {
-		c.authenticated(st)
-	}
+	resp.SessionLifetimeMillis = lifetime.Milliseconds()
+	resp.ErrorMessage = new(string) // Kafka's default: empty, not null
 	return c.write(h, resp)
 }
 
-// authenticated ends the exchange: the connection now runs as the user.
-func (c *conn) authenticated(st *saslState) {
-	st.stage = saslDone
-	c.setPrincipal("User:" + st.server.User())
+// authenticated ends a successful exchange: the connection now runs as
+// the user, for the session lifetime returned. A re-authentication that
+// would change the principal fails instead, as Kafka's
+// ReauthInfo.ensurePrincipalUnchanged.
+func (c *conn) authenticated(st *saslState) (time.Duration, error) {
+	principal := "User:" + st.server.User()
+	if st.reauth.active && principal != c.Principal() {
+		msg := fmt.Sprintf("Cannot change principals during re-authentication from User.%s: User.%s",
+			strings.TrimPrefix(c.Principal(), "User:"), st.server.User())
+		return 0, &authFailure{msg: msg, err: fmt.Errorf("%w: %s", errAuthentication, msg)}
+	}
+	lifetime := c.startSession(st)
+	if st.reauth.active {
+		c.s.saslReauthentications.Add(1)
+	}
+	st.stage, st.reauth.active = saslDone, false
+	c.setPrincipal(principal)
 	st.server = nil
 	c.saslPending.Store(false)
-	c.log.Debug().Str("principal", c.Principal()).Str("mechanism", st.mechanism).Msg("SASL client authenticated")
+	c.log.Debug().Str("principal", principal).Str("mechanism", st.mechanism).Dur("session_lifetime", lifetime).Msg("SASL client authenticated")
+	return lifetime, nil
 }
 
 // delayFailure waits failed.authentication.delay.ms before a failure is

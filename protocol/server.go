@@ -60,6 +60,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -234,6 +235,11 @@ type Server struct {
 	// saslSecret keys the made-up SCRAM credentials of unknown users
 	// (scram.go) and PLAIN's dummy password.
 	saslSecret []byte
+	// saslReauthentications and saslSessionsExpired count successful
+	// re-authentications and connections closed for an expired session
+	// (Kafka's successful-reauthentication-total and
+	// expired-connections-killed-count).
+	saslReauthentications, saslSessionsExpired atomic.Int64
 
 	// wg counts every goroutine the server starts (see goroutine), so
 	// Close can wait for all of them.

@@ -13,6 +13,7 @@
 #                          kafka-python-next confluent-kafka-next kafkajs-next
 #                          java-next; java-848 confluent-848: consumer groups
 #                          of the KIP-848 protocol, group.protocol=consumer;
+#                          java-sasl confluent-sasl kafkajs-sasl: SASL and TLS;
 #                          and, outside the default list,
 #                          java-share: the KafkaShareConsumer, KIP-932;
 #                          the *-admin ones drive the admin APIs: configs,
@@ -22,7 +23,11 @@
 #                          the *-next ones run idempotent producers, consumer
 #                          groups with commits, and transactions (committed,
 #                          aborted, offsets sent to a transaction) read with
-#                          read_committed and read_uncommitted)
+#                          read_committed and read_uncommitted;
+#                          the *-sasl ones log in on the extra listeners the
+#                          broker then gets: SASL_PLAINTEXT with PLAIN and
+#                          SCRAM-SHA-256/512, SASL_SSL with SCRAM-SHA-512,
+#                          at $SASL_BOOTSTRAP and $SASL_SSL_BOOTSTRAP)
 #   COMPAT_AGAINST         "kafka" runs the same clients against Apache Kafka
 #                          (oracle/pom.xml, one KRaft node on 127.0.0.1)
 #                          instead of kcompatd: what passes there is what
@@ -45,7 +50,9 @@ FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafk
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 # KIP-848 consumer groups (group.protocol=consumer).
 K848_SLICE="java-848 confluent-848"
-ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE $K848_SLICE"
+# SASL and TLS: extra listeners, users, a certificate made at run time.
+SASL_SLICE="java-sasl confluent-sasl kafkajs-sasl"
+ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE $K848_SLICE $SASL_SLICE"
 # Known clients outside the default list, run with COMPAT_ONLY: share
 # groups (KIP-932; the default list gets it once kcompatd serves them).
 EXTRA_CLIENTS="java-share"
@@ -191,10 +198,10 @@ start_oracle() {
     echo "process.roles=broker,controller"
     echo "node.id=1"
     echo "controller.quorum.voters=1@127.0.0.1:$cport"
-    echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
-    echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
+    echo "listeners=PLAINTEXT://127.0.0.1:$port$SASL_LISTENERS,CONTROLLER://127.0.0.1:$cport"
+    echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port$SASL_LISTENERS"
     echo "controller.listener.names=CONTROLLER"
-    echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$SASL_PROTOCOLS"
     echo "log.dirs=$data"
     echo "offsets.topic.replication.factor=1"
     echo "transaction.state.log.replication.factor=1"
@@ -203,16 +210,86 @@ start_oracle() {
     echo "share.coordinator.state.topic.replication.factor=1"
     echo "share.coordinator.state.topic.min.isr=1"
     echo "group.share.min.record.lock.duration.ms=1000"
+    [ -z "$SASL_LISTENERS" ] || sasl_props
   } >"$props" || return 1
   cid=$(timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
   if [ -z "$cid" ] || ! timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool format \
-    -t "$cid" -c "$props" >"$BROKER_LOG" 2>&1; then
+    -t "$cid" -c "$props" "${SASL_ORACLE_FORMAT[@]}" >"$BROKER_LOG" 2>&1; then
     log "kafka-storage format failed; its output:"
     sed 's/^/  kafka| /' "$BROKER_LOG"
     return 1
   fi
   java -Xmx512m -cp "$HERE/oracle/lib/*" kafka.Kafka "$props" >>"$BROKER_LOG" 2>&1 &
   BROKER_PID=$!
+}
+
+# --- SASL listeners, for the *-sasl clients -----------------------------------
+# Both brokers get the same properties; the users are made as each makes
+# them: kcompatd from kcompatd.scram.users (and PLAIN's from the JAAS
+# config), Kafka by kafka-storage format --add-scram.
+
+SASL_ON=0
+for c in $CLIENTS; do
+  case " $SASL_SLICE " in *" $c "*) SASL_ON=1 ;; esac
+done
+SASL_USER=alice
+SASL_PASSWORD=alice-secret
+SASL_LISTENERS=""
+SASL_PROTOCOLS=""
+SASL_FLAGS=()
+SASL_ORACLE_FORMAT=()
+SASL_BOOTSTRAP=""
+SASL_SSL_BOOTSTRAP=""
+SASL_CA=""
+export SASL_BOOTSTRAP SASL_SSL_BOOTSTRAP SASL_CA
+
+# sasl_certs makes a self-signed certificate for 127.0.0.1 (the clients'
+# trust anchor, $SASL_CA) and the broker's PEM key store with its key.
+sasl_certs() {
+  local dir="$TMP/sasl"
+  [ -f "$dir/server.pem" ] && return 0
+  mkdir -p "$dir" || return 1
+  if ! openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    -keyout "$dir/key.pem" -out "$dir/cert.pem" >"$dir/openssl.log" 2>&1; then
+    sed 's/^/  openssl| /' "$dir/openssl.log"
+    return 1
+  fi
+  cat "$dir/key.pem" "$dir/cert.pem" >"$dir/server.pem" || return 1
+  SASL_CA="$dir/cert.pem"
+}
+
+# sasl_props prints the SASL listeners' properties, the same for both brokers.
+sasl_props() {
+  local scram="org.apache.kafka.common.security.scram.ScramLoginModule required;"
+  echo "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+  echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"$SASL_USER\" password=\"$SASL_PASSWORD\" user_$SASL_USER=\"$SASL_PASSWORD\";"
+  echo "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=$scram"
+  echo "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=$scram"
+  echo "listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512"
+  echo "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram"
+  echo "listener.name.sasl_ssl.ssl.keystore.type=PEM"
+  echo "listener.name.sasl_ssl.ssl.keystore.location=$TMP/sasl/server.pem"
+}
+
+# sasl_listeners picks the SASL listeners' ports for the broker being
+# started (when a *-sasl client runs) and sets what both brokers read.
+sasl_listeners() {
+  [ "$SASL_ON" = 1 ] || return 0
+  local sp ssp users line
+  sasl_certs || return 1
+  sp=$(free_port) || return 1
+  ssp=$(free_port) || return 1
+  SASL_LISTENERS=",SASL_PLAINTEXT://127.0.0.1:$sp,SASL_SSL://127.0.0.1:$ssp"
+  SASL_PROTOCOLS=",SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+  SASL_BOOTSTRAP="127.0.0.1:$sp"
+  SASL_SSL_BOOTSTRAP="127.0.0.1:$ssp"
+  users="SCRAM-SHA-256=[name=$SASL_USER,password=$SASL_PASSWORD]"
+  users+=",SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]"
+  SASL_FLAGS=(-c "kcompatd.scram.users=$users")
+  while IFS= read -r line; do SASL_FLAGS+=(-c "$line"); done < <(sasl_props)
+  SASL_ORACLE_FORMAT=(--add-scram "SCRAM-SHA-256=[name=$SASL_USER,password=$SASL_PASSWORD]"
+    --add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]")
 }
 
 BROKER_RUN=0
@@ -222,12 +299,13 @@ start_broker() {
   port=$(free_port) || return 1
   mkdir -p "$data" || return 1
   BROKER_LOG="$TMP/$BROKER.$BROKER_RUN.log"
+  sasl_listeners || return 1
   if [ "$BROKER" = kafka ]; then
     start_oracle "$port" "$data" || return 1
     tries=600 # a JVM and a KRaft quorum take their time
     flags=()
   else
-    "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port" -c "log.dirs=$data" "${flags[@]}" \
+    "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port$SASL_LISTENERS" -c "log.dirs=$data" "${flags[@]}" "${SASL_FLAGS[@]}" \
       >"$BROKER_LOG" 2>&1 &
     BROKER_PID=$!
   fi
@@ -323,6 +401,17 @@ run_client() {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
         -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
         dev.kcompatd.compat.ShareChecks "$BOOTSTRAP" "$topic" ;;
+    java-sasl)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.SaslChecks "$SASL_SSL_BOOTSTRAP" "$topic" "$SASL_CA" "$SASL_USER" "$SASL_PASSWORD" ;;
+    confluent-sasl)
+      (cd "$HERE/python" && timeout -k 5 "$CLIENT_TIMEOUT" "$HERE/.venv/bin/python" -u \
+        confluent_sasl.py "$SASL_BOOTSTRAP" "$topic" "$SASL_USER" "$SASL_PASSWORD") ;;
+    kafkajs-sasl)
+      KAFKAJS_NO_PARTITIONER_WARNING=1 timeout -k 5 "$CLIENT_TIMEOUT" \
+        node "$HERE/js/kafkajs_sasl.js" "$SASL_BOOTSTRAP" "$topic" "$SASL_USER" "$SASL_PASSWORD" ;;
   esac
 }
 

@@ -196,6 +196,13 @@ func TestFranzGoSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	saslAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(saslPort))
+	// And one with OAUTHBEARER and Kafka's unsecured validator, for
+	// TestOAuthAuth (KGO_TEST_OAUTH_SEEDS).
+	oauthPort, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauthAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(oauthPort))
 	b, err := harness.Start(harness.Options{
 		Binary:  bin,
 		DataDir: dataDir,
@@ -205,8 +212,11 @@ func TestFranzGoSuite(t *testing.T) {
 			// rely on auto-creation in a few places, as against a
 			// default Kafka.
 			"auto.create.topics.enable=true",
-			"listeners=PLAINTEXT://127.0.0.1:" + strconv.Itoa(port) + ",SASL_PLAINTEXT://" + saslAddr,
+			"listeners=PLAINTEXT://127.0.0.1:" + strconv.Itoa(port) + ",SASL_PLAINTEXT://" + saslAddr + ",OAUTH://" + oauthAddr,
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
 			"sasl.enabled.mechanisms=SCRAM-SHA-256",
+			"listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER",
+			"listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"admin\";",
 		},
 		Logf: func(string, ...any) {}, // kept in b.Output() for failures
 	})
@@ -221,6 +231,7 @@ func TestFranzGoSuite(t *testing.T) {
 		"KGO_TEST_RF=1",
 		"KGO_TEST_SCRAM_SEEDS="+saslAddr,
 		"KGO_TEST_SCRAM="+scramUser,
+		"KGO_TEST_OAUTH_SEEDS="+oauthAddr,
 	)
 	if os.Getenv("KGO_TEST_RECORDS") == "" {
 		env = append(env, "KGO_TEST_RECORDS=50000")
