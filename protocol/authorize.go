@@ -1,0 +1,110 @@
+package protocol
+
+// Authorization of requests, as Kafka's AuthHelper: every handler asks
+// through these helpers, which allow everything when no authorizer is
+// configured (Config.Authorizer nil), as Kafka does without
+// authorizer.class.name.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
+
+// principalOf is r's principal, User:ANONYMOUS when none was set.
+func principalOf(r *Request) string {
+	if r.principal == "" {
+		return AnonymousPrincipal
+	}
+	return r.principal
+}
+
+// hostOf is the client's IP address as the authorizer compares ACL hosts
+// with it ("" when the connection has none).
+func hostOf(r *Request) string {
+	if ip := remoteIP(r.Remote); ip.IsValid() {
+		return ip.String()
+	}
+	return ""
+}
+
+// authorize reports whether r may do op on the resource rt/name.
+func (s *Server) authorize(r *Request, op, rt int8, name string) bool {
+	if s.cfg.Authorizer == nil {
+		return true
+	}
+	return s.cfg.Authorizer.Authorize(principalOf(r), hostOf(r), op, rt, name)
+}
+
+// authorizeCluster reports whether r may do op on the cluster.
+func (s *Server) authorizeCluster(r *Request, op int8) bool {
+	return s.authorize(r, op, authz.ResourceCluster, authz.ClusterName)
+}
+
+// authorizeTopic, authorizeGroup and authorizeTxnID are authorize for one
+// resource type.
+func (s *Server) authorizeTopic(r *Request, op int8, topic string) bool {
+	return s.authorize(r, op, authz.ResourceTopic, topic)
+}
+
+func (s *Server) authorizeGroup(r *Request, op int8, group string) bool {
+	return s.authorize(r, op, authz.ResourceGroup, group)
+}
+
+func (s *Server) authorizeTxnID(r *Request, op int8, id string) bool {
+	return s.authorize(r, op, authz.ResourceTransactionalID, id)
+}
+
+// topicAuthCode is 0 when r may do op on topic, else TOPIC_AUTHORIZATION_FAILED.
+func (s *Server) topicAuthCode(r *Request, op int8, topic string) int16 {
+	if s.authorizeTopic(r, op, topic) {
+		return 0
+	}
+	return kerr.TopicAuthorizationFailed.Code
+}
+
+// groupAuthCode is 0 when r may do op on group, else GROUP_AUTHORIZATION_FAILED.
+func (s *Server) groupAuthCode(r *Request, op int8, group string) int16 {
+	if s.authorizeGroup(r, op, group) {
+		return 0
+	}
+	return kerr.GroupAuthorizationFailed.Code
+}
+
+// clusterAuthCode is 0 when r may do op on the cluster, else
+// CLUSTER_AUTHORIZATION_FAILED.
+func (s *Server) clusterAuthCode(r *Request, op int8) int16 {
+	if s.authorizeCluster(r, op) {
+		return 0
+	}
+	return kerr.ClusterAuthorizationFailed.Code
+}
+
+// txnIDAuthCode is 0 when r may do op on the transactional id, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+func (s *Server) txnIDAuthCode(r *Request, op int8, id string) int16 {
+	if s.authorizeTxnID(r, op, id) {
+		return 0
+	}
+	return kerr.TransactionalIDAuthorizationFailed.Code
+}
+
+// authorizeCreateTopic is Kafka's rule for creating a topic (CreateTopics,
+// auto-creation): CREATE on the cluster, or else CREATE on the topic.
+func (s *Server) authorizeCreateTopic(r *Request, topic string) bool {
+	return s.authorizeCluster(r, authz.OpCreate) || s.authorizeTopic(r, authz.OpCreate, topic)
+}
+
+// authorizedOps is KIP-430's bit field of what r may do on rt/name.
+func (s *Server) authorizedOps(r *Request, rt int8, name string) int32 {
+	return s.cfg.Authorizer.AuthorizedOperations(principalOf(r), hostOf(r), rt, name)
+}
+
+// authorizeIdempotent is InitProducerId's rule without a transactional id
+// (KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+func (s *Server) authorizeIdempotent(r *Request) bool {
+	if s.cfg.Authorizer == nil || s.authorizeCluster(r, authz.OpIdempotentWrite) {
+		return true
+	}
+	return s.cfg.Authorizer.AuthorizeByResourceType(principalOf(r), hostOf(r), authz.OpWrite, authz.ResourceTopic)
+}
