@@ -8,6 +8,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kcompatd/kcompatd/partition"
+
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
@@ -107,4 +109,47 @@ func (s *Server) authorizeIdempotent(r *Request) bool {
 		return true
 	}
 	return s.cfg.Authorizer.AuthorizeByResourceType(principalOf(r), hostOf(r), authz.OpWrite, authz.ResourceTopic)
+}
+
+// topicAuthCodeOf is topicAuthCode for a topic a request names by name or
+// (byID) by id: an unknown id is left to the handler (UNKNOWN_TOPIC_ID
+// comes first), an unknown name is checked by name, so that a client not
+// allowed to describe it cannot learn whether it exists.
+func (s *Server) topicAuthCodeOf(r *Request, op int8, t *partition.Topic, name string, byID bool) int16 {
+	switch {
+	case t != nil:
+		name = t.Name
+	case byID:
+		return 0
+	}
+	return s.topicAuthCode(r, op, name)
+}
+
+// authorizeFetchTarget fails a fetched partition with
+// TOPIC_AUTHORIZATION_FAILED as Kafka's handleFetchRequest does: a
+// follower (replicaID >= 0) needs CLUSTER_ACTION, a consumer READ on the
+// topic (an unknown topic id stays UNKNOWN_TOPIC_ID).
+func (s *Server) authorizeFetchTarget(r *Request, replicaID int32, t *fetchTarget) {
+	if s.cfg.Authorizer == nil || t.errCode == kerr.UnknownTopicID.Code {
+		return
+	}
+	ok := false
+	if replicaID >= 0 {
+		ok = s.authorizeCluster(r, authz.OpClusterAction)
+	} else {
+		ok = s.authorizeTopic(r, authz.OpRead, t.topic)
+	}
+	if !ok {
+		t.errCode, t.log = kerr.TopicAuthorizationFailed.Code, nil
+	}
+}
+
+// groupTopicAuthCode is groupCode when the group was refused, else
+// topicAuthCodeOf: Kafka answers every partition of a request whose group
+// is refused with the group's error.
+func (s *Server) groupTopicAuthCode(r *Request, groupCode int16, op int8, t *partition.Topic, name string, byID bool) int16 {
+	if groupCode != 0 {
+		return groupCode
+	}
+	return s.topicAuthCodeOf(r, op, t, name, byID)
 }
