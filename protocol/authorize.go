@@ -8,6 +8,7 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
 
 	"github.com/kcompatd/kcompatd/protocol/authz"
@@ -152,4 +153,54 @@ func (s *Server) groupTopicAuthCode(r *Request, groupCode int16, op int8, t *par
 		return groupCode
 	}
 	return s.topicAuthCodeOf(r, op, t, name, byID)
+}
+
+// findCoordinatorAuthError is FindCoordinator's check: DESCRIBE on the
+// group or the transactional id the key names.
+func (s *Server) findCoordinatorAuthError(r *Request, keyType int8, key string) *kerr.Error {
+	switch {
+	case keyType == coordinatorGroup && !s.authorizeGroup(r, authz.OpDescribe, key):
+		return kerr.GroupAuthorizationFailed
+	case keyType == coordinatorTransaction && !s.authorizeTxnID(r, authz.OpDescribe, key):
+		return kerr.TransactionalIDAuthorizationFailed
+	}
+	return nil
+}
+
+// addPartitionsToTxnAuth is AddPartitionsToTxn v0-3's check, nil when
+// the request may go on: without WRITE on the transactional id every
+// partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without WRITE on a
+// topic its partitions are TOPIC_AUTHORIZATION_FAILED, the unknown ones
+// UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED.
+// Internal topics are left to the handler, as Kafka leaves them.
+func (s *Server) addPartitionsToTxnAuth(r *Request, txnID string, parts []coordinator.TopicPartition) []int16 {
+	if s.cfg.Authorizer == nil {
+		return nil
+	}
+	codes := make([]int16, len(parts))
+	if code := s.txnIDAuthCode(r, authz.OpWrite, txnID); code != 0 {
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
+	denied := false
+	for i, tp := range parts {
+		if !partition.IsInternalTopic(tp.Topic) && !s.authorizeTopic(r, authz.OpWrite, tp.Topic) {
+			codes[i], denied = kerr.TopicAuthorizationFailed.Code, true
+		}
+	}
+	if !denied {
+		return nil
+	}
+	for i, tp := range parts {
+		if codes[i] != 0 {
+			continue
+		}
+		codes[i] = kerr.OperationNotAttempted.Code
+		if t := s.store.Topic(tp.Topic); t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+		}
+	}
+	return codes
 }

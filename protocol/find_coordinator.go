@@ -27,6 +27,7 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 )
 
 func init() { register(kmsg.FindCoordinator.Int16(), 0, 6, handleFindCoordinator) }
@@ -61,6 +62,9 @@ func (s *Server) findCoordinator(r *Request, keyType int8, key string) kmsg.Find
 		c.ErrorCode = e.Code
 		c.ErrorMessage = &msg
 		return c
+	}
+	if e := s.findCoordinatorAuthError(r, keyType, key); e != nil {
+		return fail(e, e.Description)
 	}
 	switch keyType {
 	case coordinatorGroup:
