@@ -7,6 +7,7 @@ package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
@@ -203,4 +204,49 @@ func (s *Server) addPartitionsToTxnAuth(r *Request, txnID string, parts []coordi
 		}
 	}
 	return codes
+}
+
+// configAuthCode is the configs APIs' check (Kafka's ConfigHelper and
+// handleIncrementalAlterConfigsRequest): op (DESCRIBE_CONFIGS or
+// ALTER_CONFIGS) on the topic or group, or on the cluster for brokers,
+// broker loggers and client metrics; other types are left to the handler.
+func (s *Server) configAuthCode(r *Request, op int8, rt kmsg.ConfigResourceType, name string) int16 {
+	switch rt {
+	case resourceTopic:
+		return s.topicAuthCode(r, op, name)
+	case resourceGroup:
+		return s.groupAuthCode(r, op, name)
+	case resourceBroker, resourceBrokerLogger, resourceClientMetrics:
+		return s.clusterAuthCode(r, op)
+	}
+	return 0
+}
+
+// filterDescribableTxnTopics drops from a described transaction the
+// topics r may not describe, as Kafka's handleDescribeTransactionsRequest.
+func (s *Server) filterDescribableTxnTopics(r *Request, st *kmsg.DescribeTransactionsResponseTransactionState) {
+	if s.cfg.Authorizer == nil {
+		return
+	}
+	kept := st.Topics[:0]
+	for _, t := range st.Topics {
+		if s.authorizeTopic(r, authz.OpDescribe, t.Topic) {
+			kept = append(kept, t)
+		}
+	}
+	st.Topics = kept
+}
+
+// consumerGroupHeartbeatAuthCode is ConsumerGroupHeartbeat's check: READ
+// on the group, then DESCRIBE on every topic it subscribes to by name.
+func (s *Server) consumerGroupHeartbeatAuthCode(r *Request, req *kmsg.ConsumerGroupHeartbeatRequest) int16 {
+	if code := s.groupAuthCode(r, authz.OpRead, req.Group); code != 0 {
+		return code
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if code := s.topicAuthCode(r, authz.OpDescribe, t); code != 0 {
+			return code
+		}
+	}
+	return 0
 }
