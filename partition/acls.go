@@ -56,6 +56,9 @@ type ACL struct {
 	Permission   int8
 }
 
+// ErrACLsFile is an ACL file that does not decode.
+var ErrACLsFile = errors.New("partition: ACL file")
+
 // ErrInvalidACL is an ACL no request may create (Kafka's INVALID_REQUEST).
 var ErrInvalidACL = errors.New("partition: invalid ACL")
 
@@ -100,7 +103,7 @@ func encodeACLs(acls []ACL) []byte {
 }
 
 func decodeACLs(b []byte) ([]ACL, error) {
-	fail := func(why string) error { return fmt.Errorf("partition: ACL file: %s", why) }
+	fail := func(why string) error { return fmt.Errorf("%w: %s", ErrACLsFile, why) }
 	if len(b) < 4+2+4+4 {
 		return nil, fail("truncated")
 	}
