@@ -9,11 +9,14 @@
 # Environment (all optional):
 #   COMPAT_ONLY            clients to run, space separated
 #                          (kafka-python kafka-python-0.11 confluent-kafka
-#                          confluent-admin kafkajs java java-admin
+#                          confluent-admin kafkajs java java-admin java-acl
 #                          kafka-python-next confluent-kafka-next kafkajs-next
 #                          java-next;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
+#                          java-acl creates, lists and deletes ACLs (with it
+#                          the broker runs Kafka's authorizer, User:ANONYMOUS
+#                          the super user, so other clients keep every right);
 #                          kafka-python-0.11 pins the oldest request versions
 #                          Kafka 4 still serves: Produce v3, Fetch v5, Metadata v4;
 #                          the *-next ones run idempotent producers, consumer
@@ -37,7 +40,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin"
+FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin java-acl"
 # Consumer groups, idempotence and transactions.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
@@ -50,6 +53,12 @@ case ${COMPAT_AGAINST:-kcompatd} in
   kcompatd) ;;
   kafka) BROKER=kafka ;;
   *) echo "compat: COMPAT_AGAINST must be kcompatd or kafka" >&2; exit 2 ;;
+esac
+# java-acl needs an authorizer on the broker: User:ANONYMOUS (PLAINTEXT) is
+# its super user, so every other client keeps all rights.
+AUTHZ_PROPS=()
+case " $CLIENTS " in
+  *" java-acl "*) AUTHZ_PROPS=(authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer super.users=User:ANONYMOUS) ;;
 esac
 read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
 
@@ -192,6 +201,7 @@ start_oracle() {
     echo "transaction.state.log.replication.factor=1"
     echo "transaction.state.log.min.isr=1"
     echo "group.initial.rebalance.delay.ms=0"
+    for prop in ${AUTHZ_PROPS[@]+"${AUTHZ_PROPS[@]}"}; do echo "$prop"; done
   } >"$props" || return 1
   cid=$(timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
   if [ -z "$cid" ] || ! timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool format \
@@ -216,6 +226,8 @@ start_broker() {
     tries=600 # a JVM and a KRaft quorum take their time
     flags=()
   else
+    local prop
+    for prop in ${AUTHZ_PROPS[@]+"${AUTHZ_PROPS[@]}"}; do flags+=(-c "$prop"); done
     "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port" -c "log.dirs=$data" "${flags[@]}" \
       >"$BROKER_LOG" 2>&1 &
     BROKER_PID=$!
@@ -299,6 +311,11 @@ run_client() {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
         -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
         dev.kcompatd.compat.AdminChecks "$BOOTSTRAP" "$topic" ;;
+    java-acl)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.AclChecks "$BOOTSTRAP" "$topic" ;;
   esac
 }
 
