@@ -261,9 +261,11 @@ func TestCreateDelete(t *testing.T) {
 		allow(ResourceTopic, "t", PatternLiteral, "User:a", "*", OpAny),
 		{ResourceType: ResourceTopic, ResourceName: "t", PatternType: PatternLiteral, Principal: "User:a", Host: "*", Operation: OpRead, Permission: PermissionAny},
 		allow(ResourceAny, "t", PatternLiteral, "User:a", "*", OpRead),
+		allow(ResourceTopic, "t", PatternLiteral, "alice", "*", OpRead),
 	})
 	want := []string{"", "", "The only valid name for the CLUSTER resource is kafka-cluster", "Invalid empty resource name",
-		"Invalid patternType MATCH", "Invalid operation ANY", "Invalid permissionType ANY", "Invalid resourceType ANY"}
+		"Invalid patternType MATCH", "Invalid operation ANY", "Invalid permissionType ANY", "Invalid resourceType ANY",
+		"Could not parse principal from `alice` (no colon is present separating the principal type from the principal name)"}
 	for i, err := range errs {
 		got := ""
 		if err != nil {

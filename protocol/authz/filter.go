@@ -3,6 +3,7 @@ package authz
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kcompatd/kcompatd/partition"
 )
@@ -91,6 +92,8 @@ func Validate(acl partition.ACL) error {
 		return fmt.Errorf("%w: Invalid operation %s", ErrInvalid, opName(acl.Operation))
 	case acl.Permission != PermissionAllow && acl.Permission != PermissionDeny:
 		return fmt.Errorf("%w: Invalid permissionType %s", ErrInvalid, permName(acl.Permission))
+	case !strings.Contains(acl.Principal, ":"):
+		return fmt.Errorf("%w: Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", ErrInvalid, acl.Principal)
 	}
 	return acl.Check()
 }
