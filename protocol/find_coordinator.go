@@ -63,7 +63,8 @@ func (s *Server) findCoordinator(r *Request, keyType int8, key string) kmsg.Find
 		return c
 	}
 	if e := s.findCoordinatorAuthError(r, keyType, key); e != nil {
-		return fail(e, e.Description)
+		c.ErrorCode = e.Code // without a message, as Kafka answers it
+		return c
 	}
 	switch keyType {
 	case coordinatorGroup:
