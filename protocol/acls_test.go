@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -237,3 +238,20 @@ func TestMetadataAuthorization(t *testing.T) {
 	}
 }
 
+
+func TestHostOf(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:9092":        "127.0.0.1",
+		"[::1]:9092":            "0:0:0:0:0:0:0:1",
+		"[fe80::1:abcd]:1":      "fe80:0:0:0:0:0:1:abcd",
+		"[::ffff:10.0.0.1]:123": "10.0.0.1",
+	} {
+		ta, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostOf(&Request{Remote: ta}); got != want {
+			t.Errorf("hostOf(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -6,6 +6,9 @@ package protocol
 // authorizer.class.name.
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,12 +27,25 @@ func principalOf(r *Request) string {
 }
 
 // hostOf is the client's IP address as the authorizer compares ACL hosts
-// with it ("" when the connection has none).
+// with it, in the form Java's InetAddress.getHostAddress gives (IPv6 as
+// eight uncompressed groups: 0:0:0:0:0:0:0:1), "" when there is none.
 func hostOf(r *Request) string {
-	if ip := remoteIP(r.Remote); ip.IsValid() {
+	ip := remoteIP(r.Remote)
+	switch {
+	case !ip.IsValid():
+		return ""
+	case ip.Is4():
 		return ip.String()
 	}
-	return ""
+	b := ip.As16()
+	var sb strings.Builder
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			sb.WriteByte(':')
+		}
+		sb.WriteString(strconv.FormatUint(uint64(b[i])<<8|uint64(b[i+1]), 16))
+	}
+	return sb.String()
 }
 
 // authorize reports whether r may do op on the resource rt/name.
