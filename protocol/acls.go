@@ -107,17 +107,11 @@ func handleCreateAcls(s *Server, r *Request) (kmsg.Response, error) {
 			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType),
 		}
 	}
-	all := func(code int16, msg string) (kmsg.Response, error) {
+	if code, msg := s.aclChangeRefused(r); code != 0 {
 		for range req.Creations {
-			resp.Results = append(resp.Results, kmsg.CreateACLsResponseResult{ErrorCode: code, ErrorMessage: strPtr(msg)})
+			resp.Results = append(resp.Results, kmsg.CreateACLsResponseResult{ErrorCode: code, ErrorMessage: msg})
 		}
 		return resp, nil
-	}
-	switch {
-	case !s.authorizeCluster(r, authz.OpAlter):
-		return all(kerr.ClusterAuthorizationFailed.Code, "Request is not authorized.")
-	case s.cfg.Authorizer == nil:
-		return all(kerr.SecurityDisabled.Code, "No Authorizer is configured.")
 	}
 	for _, err := range s.cfg.Authorizer.Create(acls) {
 		res := kmsg.CreateACLsResponseResult{}
@@ -135,6 +129,19 @@ func handleCreateAcls(s *Server, r *Request) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// aclChangeRefused is why CreateAcls and DeleteAcls are refused as a
+// whole (without ALTER on the cluster, or without an authorizer), code 0
+// when they are not.
+func (s *Server) aclChangeRefused(r *Request) (int16, *string) {
+	switch {
+	case !s.authorizeCluster(r, authz.OpAlter):
+		return kerr.ClusterAuthorizationFailed.Code, strPtr("Request is not authorized.")
+	case s.cfg.Authorizer == nil:
+		return kerr.SecurityDisabled.Code, strPtr("No Authorizer is configured.")
+	}
+	return 0, nil
+}
+
 func handleDeleteAcls(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
@@ -145,22 +152,17 @@ func handleDeleteAcls(s *Server, r *Request) (kmsg.Response, error) {
 			return nil, err
 		}
 	}
-	all := func(code int16, msg string) (kmsg.Response, error) {
-		for range req.Filters {
-			resp.Results = append(resp.Results, kmsg.DeleteACLsResponseResult{ErrorCode: code, ErrorMessage: strPtr(msg)})
+	code, msg := s.aclChangeRefused(r)
+	var matched [][]partition.ACL
+	if code == 0 {
+		var err error
+		if matched, err = s.cfg.Authorizer.Delete(filters); err != nil {
+			code, msg = s.errorCode(err), errorMessage(err)
 		}
-		return resp, nil
 	}
-	switch {
-	case !s.authorizeCluster(r, authz.OpAlter):
-		return all(kerr.ClusterAuthorizationFailed.Code, "Request is not authorized.")
-	case s.cfg.Authorizer == nil:
-		return all(kerr.SecurityDisabled.Code, "No Authorizer is configured.")
-	}
-	matched, err := s.cfg.Authorizer.Delete(filters)
-	if err != nil {
+	if code != 0 {
 		for range req.Filters {
-			resp.Results = append(resp.Results, kmsg.DeleteACLsResponseResult{ErrorCode: s.errorCode(err), ErrorMessage: errorMessage(err)})
+			resp.Results = append(resp.Results, kmsg.DeleteACLsResponseResult{ErrorCode: code, ErrorMessage: msg})
 		}
 		return resp, nil
 	}

@@ -238,7 +238,6 @@ func TestMetadataAuthorization(t *testing.T) {
 	}
 }
 
-
 func TestHostOf(t *testing.T) {
 	for addr, want := range map[string]string{
 		"127.0.0.1:9092":        "127.0.0.1",

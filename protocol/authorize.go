@@ -75,38 +75,31 @@ func (s *Server) authorizeTxnID(r *Request, op int8, id string) bool {
 	return s.authorize(r, op, authz.ResourceTransactionalID, id)
 }
 
-// topicAuthCode is 0 when r may do op on topic, else TOPIC_AUTHORIZATION_FAILED.
+// authCode is 0 when allowed, else refused's code.
+func authCode(allowed bool, refused *kerr.Error) int16 {
+	if allowed {
+		return 0
+	}
+	return refused.Code
+}
+
+// topicAuthCode, groupAuthCode, clusterAuthCode and txnIDAuthCode are 0
+// when r may do op on the resource, else its type's
+// *_AUTHORIZATION_FAILED code.
 func (s *Server) topicAuthCode(r *Request, op int8, topic string) int16 {
-	if s.authorizeTopic(r, op, topic) {
-		return 0
-	}
-	return kerr.TopicAuthorizationFailed.Code
+	return authCode(s.authorizeTopic(r, op, topic), kerr.TopicAuthorizationFailed)
 }
 
-// groupAuthCode is 0 when r may do op on group, else GROUP_AUTHORIZATION_FAILED.
 func (s *Server) groupAuthCode(r *Request, op int8, group string) int16 {
-	if s.authorizeGroup(r, op, group) {
-		return 0
-	}
-	return kerr.GroupAuthorizationFailed.Code
+	return authCode(s.authorizeGroup(r, op, group), kerr.GroupAuthorizationFailed)
 }
 
-// clusterAuthCode is 0 when r may do op on the cluster, else
-// CLUSTER_AUTHORIZATION_FAILED.
 func (s *Server) clusterAuthCode(r *Request, op int8) int16 {
-	if s.authorizeCluster(r, op) {
-		return 0
-	}
-	return kerr.ClusterAuthorizationFailed.Code
+	return authCode(s.authorizeCluster(r, op), kerr.ClusterAuthorizationFailed)
 }
 
-// txnIDAuthCode is 0 when r may do op on the transactional id, else
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 func (s *Server) txnIDAuthCode(r *Request, op int8, id string) int16 {
-	if s.authorizeTxnID(r, op, id) {
-		return 0
-	}
-	return kerr.TransactionalIDAuthorizationFailed.Code
+	return authCode(s.authorizeTxnID(r, op, id), kerr.TransactionalIDAuthorizationFailed)
 }
 
 // authorizeCreateTopic is Kafka's rule for creating a topic (CreateTopics,
