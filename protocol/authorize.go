@@ -259,3 +259,24 @@ func (s *Server) consumerGroupHeartbeatAuthCode(r *Request, req *kmsg.ConsumerGr
 	}
 	return 0
 }
+
+// hideUndescribableAssignments fails a described consumer group whose
+// members' assignments name a topic r may not describe, as Kafka's
+// handleConsumerGroupDescribe does: TOPIC_AUTHORIZATION_FAILED, no members.
+func (s *Server) hideUndescribableAssignments(r *Request, d *kmsg.ConsumerGroupDescribeResponseGroup) {
+	if s.cfg.Authorizer == nil || d.ErrorCode != 0 {
+		return
+	}
+	for _, m := range d.Members {
+		for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				if !s.authorizeTopic(r, authz.OpDescribe, tp.Topic) {
+					d.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					d.ErrorMessage = strPtr("The described group uses topics that the client is not authorized to describe.")
+					d.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
+					return
+				}
+			}
+		}
+	}
+}

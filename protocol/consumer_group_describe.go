@@ -40,6 +40,7 @@ func handleConsumerGroupDescribe(s *Server, r *Request) (kmsg.Response, error) {
 			continue
 		}
 		d := s.groups.ConsumerGroupDescribe(r.Ctx, id, r.Version)
+		s.hideUndescribableAssignments(r, &d)
 		if d.ErrorCode == 0 && req.IncludeAuthorizedOperations {
 			d.AuthorizedOperations = s.authorizedOps(r, authz.ResourceGroup, id)
 		}
