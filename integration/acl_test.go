@@ -207,3 +207,66 @@ func TestACLsAuthorizeRequests(t *testing.T) {
 		}
 	}
 }
+
+// Stock kgo clients under prefixed ACLs: an idempotent producer allowed by
+// WRITE on a topic pattern (KIP-679: no IDEMPOTENT_WRITE needed), a group
+// consumer that commits, auto-creation allowed by CREATE on the prefix;
+// a DENY on one topic of the prefix wins over the ALLOW.
+func TestACLsPrefixedRealClients(t *testing.T) {
+	b, addrs := startSecured(t, "", []listenerSpec{{"SASL_PLAINTEXT", "SASL_PLAINTEXT"}}, aclBrokerConfigs()...)
+	ctx := adminCtx(t)
+	adm, _ := adminClient(t, b)
+	allowBob := kadm.NewACLs().Allow("User:bob").AllowHosts().ResourcePatternType(kadm.ACLPatternPrefixed)
+	for _, acl := range []*kadm.ACLBuilder{
+		allowBob.Topics("app.").Operations(kadm.OpRead, kadm.OpWrite, kadm.OpCreate),
+		kadm.NewACLs().Allow("User:bob").AllowHosts().ResourcePatternType(kadm.ACLPatternPrefixed).Groups("app-").Operations(kadm.OpRead),
+		kadm.NewACLs().Deny("User:bob").DenyHosts().Topics("app.secret").Operations(kadm.OpAll),
+	} {
+		res, err := adm.CreateACLs(ctx, acl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("CreateACLs: %v", r.Err)
+			}
+		}
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(addrs["SASL_PLAINTEXT"]), kgo.AllowAutoTopicCreation(),
+		kgo.SASL(plain.Auth{User: "bob", Pass: "bob-secret"}.AsMechanism())}
+	cl := b.newClient(t, append(opts, kgo.ConsumerGroup("app-billing"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	produceConsume(t, cl, "app.orders") // created by the produce's Metadata: CREATE on the prefix
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	offs, err := adm.FetchOffsets(ctx, "app-billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("app.orders", 0); !ok || o.At != 1 {
+		t.Errorf("committed %+v, want offset 1", o)
+	}
+
+	denied, closeDenied := b.tempClient(t, append(opts, kgo.RecordRetries(0), kgo.RequestRetries(0))...)
+	defer closeDenied()
+	err = denied.ProduceSync(ctx, &kgo.Record{Topic: "app.secret", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("produce to a denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := denied.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("produce outside the prefix: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if b.isTopic(t, adm, "app.secret") || b.isTopic(t, adm, "other") {
+		t.Error("a topic was auto-created without CREATE")
+	}
+}
+
+// isTopic reports whether topic exists (asked as the super user).
+func (b *broker) isTopic(t *testing.T, adm *kadm.Client, topic string) bool {
+	t.Helper()
+	td, err := adm.ListTopics(adminCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return td.Has(topic)
+}
