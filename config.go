@@ -104,6 +104,14 @@ type Config struct {
 	// kafka-storage format --add-scram's syntax.
 	SCRAMUsers string
 
+	// The authorizer: AuthorizerClassName is authorizer.class.name (empty:
+	// none; Kafka's StandardAuthorizer is the one accepted), SuperUsers
+	// super.users (principals separated by ";"), AllowEveryoneIfNoACLFound
+	// allow.everyone.if.no.acl.found (default false).
+	AuthorizerClassName       string
+	SuperUsers                string
+	AllowEveryoneIfNoACLFound bool
+
 	// Listener, when not nil, is an already-open listener to serve
 	// instead of opening Listeners (not a Kafka property: it lets Go tests
 	// start a broker on a listener they own). The broker closes it on
@@ -596,6 +604,24 @@ var properties = []property{
 			Doc: "kcompatd's own: SCRAM credentials to create at start-up, as kafka-storage format --add-scram takes them: MECHANISM=[name=NAME,password=PASSWORD[,iterations=N]],..."},
 		field: func(c *Config) any { return &c.SCRAMUsers },
 		note:  "e.g. `SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-512=[name=bob,password=bob-secret,iterations=8192]`: stored salted in the data dir at start-up (kept as they are when the password still matches); the users then authenticate on SASL listeners with SCRAM",
+	},
+	{
+		Def: configdef.Def{Name: "authorizer.class.name", Type: configdef.String, Default: "", Check: checkAuthorizerClass,
+			Doc: "The fully qualified name of a class that implements <code>org.apache.kafka.server.authorizer.Authorizer</code> interface, which is used by the broker for authorization."},
+		field: func(c *Config) any { return &c.AuthorizerClassName },
+		note:  "`" + standardAuthorizer + "` turns ACLs on (StandardAuthorizer's rules, ACLs kept in the data dir); empty: no authorizer, everything allowed",
+	},
+	{
+		Def: configdef.Def{Name: "super.users", Type: configdef.String, Default: "",
+			Doc: "A list of principals, separated by semicolons, that are allowed every operation whatever the ACLs say (StandardAuthorizer)."},
+		field: func(c *Config) any { return &c.SuperUsers },
+		note:  "e.g. `User:admin;User:ANONYMOUS`",
+	},
+	{
+		Def: configdef.Def{Name: "allow.everyone.if.no.acl.found", Type: configdef.Boolean, Default: "false",
+			Doc: "Whether a resource that no ACL applies to is open to every principal (StandardAuthorizer); by default it is open to none but super users."},
+		field: func(c *Config) any { return &c.AllowEveryoneIfNoACLFound },
+		note:  "with ACLs that apply to a resource but none matching, the answer is still DENIED",
 	},
 	{
 		Def: configdef.Def{Name: "node.id", Type: configdef.Int, Default: "1", Range: configdef.AtLeast(0),
@@ -1389,6 +1415,23 @@ func checkScramUsers(_ string, v configdef.Value) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// standardAuthorizer is Kafka's KRaft authorizer, the one kcompatd serves;
+// aclAuthorizer is the ZooKeeper-era one Kafka 4 removed.
+const (
+	standardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	aclAuthorizer      = "kafka.security.authorizer.AclAuthorizer"
+)
+
+func checkAuthorizerClass(_ string, v configdef.Value) string {
+	switch strings.TrimSpace(v.Text) {
+	case "", standardAuthorizer:
+		return ""
+	case aclAuthorizer:
+		return "Kafka 4 removed " + aclAuthorizer + " (it kept ACLs in ZooKeeper); use " + standardAuthorizer
+	}
+	return "kcompatd serves only " + standardAuthorizer + " (or none)"
 }
 
 func checkKafkaVersion(c *Config) string {

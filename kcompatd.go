@@ -39,6 +39,7 @@ import (
 	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 // Broker is a running kcompatd broker.
@@ -186,6 +187,15 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		log.Info().Int("stored", n).Msg("SCRAM users from the configuration")
 	}
 
+	var authorizer *authz.Authorizer
+	if strings.TrimSpace(cfg.AuthorizerClassName) != "" {
+		authorizer = authz.New(authz.Config{
+			SuperUsers:                authz.ParseSuperUsers(cfg.SuperUsers),
+			AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound,
+		}, store.ACLs(), store.WriteACLs)
+		log.Info().Int("acls", len(store.ACLs())).Msg("authorizer enabled")
+	}
+
 	groups, err := coordinator.New(coordinator.Config{
 		InitialRebalanceDelay:         time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		MinSessionTimeout:             time.Duration(cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
@@ -257,6 +267,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		SASLMaxReceiveBytes:       cfg.SASLServerMaxReceiveSize,
 		FailedAuthenticationDelay: failedAuthenticationDelayMs * time.Millisecond,
 		Observer:                  met.serverObserver(),
+		Authorizer:                authorizer,
 	}, store)
 	if err != nil {
 		txns.Close()

@@ -107,6 +107,7 @@ type Store struct {
 	dyn     dynamicBroker    // dynamic broker configs (topic_config.go)
 	quotas  clientQuotaStore // client quotas (client_quotas.go)
 	scram   scramStore       // SCRAM credentials (scram_credentials.go)
+	acl     aclStore         // ACLs (acls.go)
 	offline offlineState     // an I/O error took the data dir offline (offline.go)
 	// openSegs is the cache of idle inactive segments whose files are
 	// open (segment_files.go).
@@ -222,6 +223,9 @@ func (s *Store) load() error {
 		return err
 	}
 	if err := s.loadScramCredentials(); err != nil {
+		return err
+	}
+	if err := s.loadACLs(); err != nil {
 		return err
 	}
 	_, err := s.fs.Stat(filepath.Join(s.cfg.Dir, cleanShutdownFile))

@@ -17,6 +17,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.AddOffsetsToTxn.Int16(), 0, 4, handleAddOffsetsToTxn) }
@@ -26,6 +28,12 @@ func handleAddOffsetsToTxn(s *Server, r *Request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	if s.txns == nil {
 		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	if resp.ErrorCode = s.txnIDAuthCode(r, authz.OpWrite, req.TransactionalID); resp.ErrorCode != 0 {
+		return resp, nil
+	}
+	if resp.ErrorCode = s.groupAuthCode(r, authz.OpRead, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	resp.ErrorCode = s.txns.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.AddPartitionsToTxn.Int16(), 0, 5, handleAddPartitionsToTxn) }
@@ -43,7 +44,10 @@ func handleAddPartitionsToTxn(s *Server, r *Request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if r.Version < 4 {
 		parts := txnTopicPartitions(len(req.Topics), func(i int) (string, []int32) { return req.Topics[i].Topic, req.Topics[i].Partitions })
-		codes := s.addPartitionsToTxn(r.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, parts)
+		codes := s.addPartitionsToTxnAuth(r, req.TransactionalID, parts)
+		if codes == nil {
+			codes = s.addPartitionsToTxn(r.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, parts)
+		}
 		for _, g := range groupTxnResults(parts, codes) {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = g.topic
@@ -54,6 +58,9 @@ func handleAddPartitionsToTxn(s *Server, r *Request) (kmsg.Response, error) {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+		return resp, nil
+	}
+	if resp.ErrorCode = s.clusterAuthCode(r, authz.OpClusterAction); resp.ErrorCode != 0 { // v4+: from brokers
 		return resp, nil
 	}
 	for _, tx := range req.Transactions {

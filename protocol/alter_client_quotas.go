@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.AlterClientQuotas.Int16(), 0, 1, handleAlterClientQuotas) }
@@ -126,6 +127,17 @@ func (e quotaEntity) key() string {
 func handleAlterClientQuotas(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	if code := s.clusterAuthCode(r, authz.OpAlterConfigs); code != 0 {
+		for _, entry := range req.Entries {
+			e := kmsg.NewAlterClientQuotasResponseEntry()
+			e.ErrorCode = code
+			for _, p := range entry.Entity {
+				e.Entity = append(e.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: p.Type, Name: p.Name})
+			}
+			resp.Entries = append(resp.Entries, e)
+		}
+		return resp, nil
+	}
 
 	type result struct {
 		entity quotaEntity

@@ -39,6 +39,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.AlterConfigs.Int16(), 0, 2, handleAlterConfigs) }
@@ -85,7 +86,9 @@ func handleAlterConfigs(s *Server, r *Request) (kmsg.Response, error) {
 		}
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		out.ErrorCode, out.ErrorMessage = s.alterResult(dup[i], res.ResourceType, res.ResourceName, ops, false, req.ValidateOnly)
+		if out.ErrorCode = s.configAuthCode(r, authz.OpAlterConfigs, res.ResourceType, res.ResourceName); out.ErrorCode == 0 {
+			out.ErrorCode, out.ErrorMessage = s.alterResult(dup[i], res.ResourceType, res.ResourceName, ops, false, req.ValidateOnly)
+		}
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil

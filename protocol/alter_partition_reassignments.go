@@ -28,6 +28,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() {
@@ -39,6 +41,8 @@ func handleAlterPartitionReassignments(s *Server, r *Request) (kmsg.Response, er
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	allowRFChange := r.Version < 1 || req.AllowReplicationFactorChange
 	resp.AllowReplicationFactorChange = allowRFChange
+	denied := s.clusterAuthCode(r, authz.OpAlter)
+	resp.ErrorCode = denied
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
@@ -48,6 +52,8 @@ func handleAlterPartitionReassignments(s *Server, r *Request) (kmsg.Response, er
 			rp.Partition = p.Partition
 			code, msg := int16(0), ""
 			switch {
+			case denied != 0:
+				code = denied
 			case topic == nil:
 				code, msg = kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("Unable to find a topic named %s.", t.Topic)
 			case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):

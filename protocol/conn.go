@@ -536,6 +536,7 @@ func (c *conn) serve(frame []byte) error {
 		Body:          req,
 		log:           &c.log,
 		listener:      c.listener,
+		principal:     c.Principal(),
 	}
 	resp, err := c.callWithFaults(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool

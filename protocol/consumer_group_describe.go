@@ -17,6 +17,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ConsumerGroupDescribe.Int16(), 0, 1, handleConsumerGroupDescribe) }
@@ -33,9 +35,14 @@ func handleConsumerGroupDescribe(s *Server, r *Request) (kmsg.Response, error) {
 			resp.Groups = append(resp.Groups, kmsg.ConsumerGroupDescribeResponseGroup{Group: id, ErrorCode: kerr.InvalidGroupID.Code})
 			continue
 		}
+		if code := s.groupAuthCode(r, authz.OpDescribe, id); code != 0 {
+			resp.Groups = append(resp.Groups, kmsg.ConsumerGroupDescribeResponseGroup{Group: id, ErrorCode: code, AuthorizedOperations: authorizedOperationsUnset})
+			continue
+		}
 		d := s.groups.ConsumerGroupDescribe(r.Ctx, id, r.Version)
+		s.hideUndescribableAssignments(r, &d)
 		if d.ErrorCode == 0 && req.IncludeAuthorizedOperations {
-			d.AuthorizedOperations = groupAuthorizedOperations
+			d.AuthorizedOperations = s.authorizedOps(r, authz.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, d)
 	}

@@ -37,7 +37,9 @@ package protocol
 //     regexp, close to Kafka's RE2J, matching the whole topic name); the
 //     client must generate its member id (KIP-1082)
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() { register(kmsg.ConsumerGroupHeartbeat.Int16(), 0, 1, handleConsumerGroupHeartbeat) }
 
@@ -46,6 +48,11 @@ func handleConsumerGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) 
 	if s.groups == nil {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	if code := s.consumerGroupHeartbeatAuthCode(r, req); code != 0 {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	return s.groups.ConsumerGroupHeartbeat(r.Ctx, req, clientInfo(r)), nil

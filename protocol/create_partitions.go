@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.CreatePartitions.Int16(), 0, 3, handleCreatePartitions) }
@@ -87,6 +88,9 @@ func createPartitionsResult(topic string, code int16, msg *string) kmsg.CreatePa
 // createPartitions checks and applies one topic's request and returns its
 // error code and message.
 func (s *Server) createPartitions(r *Request, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, *string) {
+	if !s.authorizeTopic(r, authz.OpAlter, t.Topic) {
+		return kerr.TopicAuthorizationFailed.Code, msgPtr("The topic authorization is failed.")
+	}
 	topic := s.store.Topic(t.Topic)
 	if topic == nil {
 		return kerr.UnknownTopicOrPartition.Code, nil

@@ -42,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.CreateTopics.Int16(), 0, 7, handleCreateTopics) }
@@ -123,6 +124,9 @@ func (s *Server) createTopic(r *Request, t *kmsg.CreateTopicsRequestTopic, valid
 	fail := func(code *kerr.Error, msg string) kmsg.CreateTopicsResponseTopic {
 		return failedCreatableTopic(t.Topic, code, msg)
 	}
+	if !s.authorizeCreateTopic(r, t.Topic) {
+		return fail(kerr.TopicAuthorizationFailed, "Authorization failed.")
+	}
 	if t.Topic == clusterMetadataTopic {
 		return fail(kerr.InvalidRequest, "Creation of internal topic "+clusterMetadataTopic+" is prohibited.")
 	}
@@ -196,6 +200,12 @@ func (s *Server) createTopic(r *Request, t *kmsg.CreateTopicsRequestTopic, valid
 	out.TopicID = created.ID
 	out.NumPartitions = numPartitions
 	out.ReplicationFactor = 1
+	if !s.authorizeTopic(r, authz.OpDescribeConfigs, t.Topic) {
+		// Kafka leaves out what needs DESCRIBE_CONFIGS to see.
+		out.NumPartitions, out.ReplicationFactor = -1, -1
+		out.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		return out
+	}
 	if version >= 5 {
 		view := s.configView()
 		for _, name := range partition.TopicConfigNames() {

@@ -11,7 +11,11 @@ package protocol
 //   - v1: no schema change
 //   - v2: flexible
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func init() { register(kmsg.DeleteGroups.Int16(), 0, 2, handleDeleteGroups) }
 
@@ -19,8 +23,11 @@ func handleDeleteGroups(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
-		code := coordinatorNotAvailable
-		if s.groups != nil {
+		code := s.groupAuthCode(r, authz.OpDelete, id)
+		if code == 0 {
+			code = coordinatorNotAvailable
+		}
+		if code == coordinatorNotAvailable && s.groups != nil {
 			code = s.groups.DeleteGroup(r.Ctx, id)
 		}
 		resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: id, ErrorCode: code})

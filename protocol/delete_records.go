@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DeleteRecords.Int16(), 0, 2, handleDeleteRecords) }
@@ -47,6 +48,8 @@ func handleDeleteRecords(s *Server, r *Request) (kmsg.Response, error) {
 			sp.LowWatermark = -1
 			l, err := s.store.Log(rt.Topic, rp.Partition)
 			switch {
+			case !s.authorizeTopic(r, authz.OpDelete, rt.Topic):
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case err != nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case partition.IsInternalTopic(rt.Topic):

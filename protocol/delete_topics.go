@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DeleteTopics.Int16(), 0, 6, handleDeleteTopics) }
@@ -117,6 +118,10 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 			add(nil, id, kerr.UnknownTopicID, "")
 			continue
 		}
+		if !s.authorizeTopic(r, authz.OpDescribe, t.Name) || !s.authorizeTopic(r, authz.OpDelete, t.Name) {
+			add(nil, id, kerr.TopicAuthorizationFailed, "")
+			continue
+		}
 		if !deleting[t.Name] {
 			deleting[t.Name] = true
 			toDelete = append(toDelete, target{t.Name, id})
@@ -124,6 +129,10 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 	}
 	for _, name := range names {
 		if nameCount[name] > 1 {
+			continue
+		}
+		if !s.authorizeTopic(r, authz.OpDelete, name) {
+			add(&name, zero, kerr.TopicAuthorizationFailed, "")
 			continue
 		}
 		t := s.store.Topic(name)

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeClientQuotas.Int16(), 0, 1, handleDescribeClientQuotas) }
@@ -56,6 +57,9 @@ func handleDescribeClientQuotas(s *Server, r *Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
+	if code := s.clusterAuthCode(r, authz.OpDescribeConfigs); code != 0 {
+		return fail(kerr.ClusterAuthorizationFailed, "Request is not authorized.")
+	}
 	exact := map[string]*string{}
 	typed := map[string]bool{}
 	for _, c := range req.Components {

@@ -25,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeCluster.Int16(), 0, 2, handleDescribeCluster) }
@@ -62,7 +64,10 @@ func handleDescribeCluster(s *Server, r *Request) (kmsg.Response, error) {
 	b.Rack = s.cfg.Rack
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOperations
+		resp.ClusterAuthorizedOperations = 0 // without DESCRIBE on the cluster
+		if s.authorizeCluster(r, authz.OpDescribe) {
+			resp.ClusterAuthorizedOperations = s.authorizedOps(r, authz.ResourceCluster, authz.ClusterName)
+		}
 	}
 	return resp, nil
 }

@@ -46,6 +46,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeConfigs.Int16(), 0, 4, handleDescribeConfigs) }
@@ -203,7 +204,9 @@ func handleDescribeConfigs(s *Server, r *Request) (kmsg.Response, error) {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
 		configs, err := s.describeResource(view, res, req.IncludeSynonyms && r.Version >= 1, req.IncludeDocumentation && r.Version >= 3)
-		if err != nil {
+		if code := s.configAuthCode(r, authz.OpDescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			out.ErrorCode = code
+		} else if err != nil {
 			out.ErrorCode = s.configErrorCode(err)
 			out.ErrorMessage = errorMessage(err)
 		} else {

@@ -24,6 +24,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeGroups.Int16(), 0, 6, handleDescribeGroups) }
@@ -39,10 +41,14 @@ func handleDescribeGroups(s *Server, r *Request) (kmsg.Response, error) {
 			resp.Groups = append(resp.Groups, kmsg.DescribeGroupsResponseGroup{Group: id, ErrorCode: coordinatorNotAvailable})
 			continue
 		}
+		if code := s.groupAuthCode(r, authz.OpDescribe, id); code != 0 {
+			resp.Groups = append(resp.Groups, kmsg.DescribeGroupsResponseGroup{Group: id, ErrorCode: code, AuthorizedOperations: authorizedOperationsUnset})
+			continue
+		}
 		d, found := s.groups.DescribeGroup(r.Ctx, id, r.Version)
 		d.AuthorizedOperations = authorizedOperationsUnset
 		if found && req.IncludeAuthorizedOperations {
-			d.AuthorizedOperations = groupAuthorizedOperations
+			d.AuthorizedOperations = s.authorizedOps(r, authz.ResourceGroup, id)
 		}
 		if !found && r.Version >= 6 {
 			msg := "Group " + id + " not found."

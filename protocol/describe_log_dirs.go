@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeLogDirs.Int16(), 0, 4, handleDescribeLogDirs) }
@@ -39,6 +40,9 @@ func init() { register(kmsg.DescribeLogDirs.Int16(), 0, 4, handleDescribeLogDirs
 func handleDescribeLogDirs(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if resp.ErrorCode = s.clusterAuthCode(r, authz.OpDescribe); resp.ErrorCode != 0 {
+		return resp, nil // below v3, no results is all Kafka can say
+	}
 
 	var wanted map[string]map[int32]bool // nil: everything
 	if req.Topics != nil {

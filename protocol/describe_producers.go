@@ -15,6 +15,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeProducers.Int16(), 0, 0, handleDescribeProducers) }
@@ -30,6 +32,10 @@ func handleDescribeProducers(s *Server, r *Request) (kmsg.Response, error) {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = p
 			rp.ActiveProducers = []kmsg.DescribeProducersResponseTopicPartitionActiveProducer{}
+			if rp.ErrorCode = s.topicAuthCode(r, authz.OpRead, t.Topic); rp.ErrorCode != 0 {
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if topic == nil || p < 0 || int(p) >= len(topic.Partitions) {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rt.Partitions = append(rt.Partitions, rp)

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.DescribeTopicPartitions.Int16(), 0, 0, handleDescribeTopicPartitions) }
@@ -49,7 +50,7 @@ func handleDescribeTopicPartitions(s *Server, r *Request) (kmsg.Response, error)
 	set := make(map[string]bool)
 	if all {
 		for _, t := range s.store.Topics() {
-			if t.Name >= cursorTopic {
+			if t.Name >= cursorTopic && s.authorizeTopic(r, authz.OpDescribe, t.Name) { // others are hidden
 				set[t.Name] = true
 			}
 		}
@@ -82,6 +83,14 @@ func handleDescribeTopicPartitions(s *Server, r *Request) (kmsg.Response, error)
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: 0}
 			break
 		}
+		if !s.authorizeTopic(r, authz.OpDescribe, name) { // a named topic: existing or not
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			rt.Topic = msgPtr(name)
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		t := s.store.Topic(name)
 		if t == nil {
 			if all {
@@ -94,7 +103,7 @@ func handleDescribeTopicPartitions(s *Server, r *Request) (kmsg.Response, error)
 				rt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			rt.IsInternal = partition.IsInternalTopic(name)
-			rt.AuthorizedOperations = topicAuthorizedOperations
+			rt.AuthorizedOperations = s.authorizedOps(r, authz.ResourceTopic, name)
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
@@ -108,7 +117,7 @@ func handleDescribeTopicPartitions(s *Server, r *Request) (kmsg.Response, error)
 		rt.Topic = msgPtr(name)
 		rt.TopicID = t.ID
 		rt.IsInternal = t.Internal
-		rt.AuthorizedOperations = topicAuthorizedOperations
+		rt.AuthorizedOperations = s.authorizedOps(r, authz.ResourceTopic, name)
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		for p := start; p < upper; p++ {
 			rt.Partitions = append(rt.Partitions, s.describeTopicPartition(t, int32(p)))

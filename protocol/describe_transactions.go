@@ -11,7 +11,11 @@ package protocol
 // Version notes:
 //   - v0: flexible
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func init() { register(kmsg.DescribeTransactions.Int16(), 0, 0, handleDescribeTransactions) }
 
@@ -25,7 +29,15 @@ func handleDescribeTransactions(s *Server, r *Request) (kmsg.Response, error) {
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
 		}
-		resp.TransactionStates = append(resp.TransactionStates, s.txns.DescribeTransaction(id))
+		if code := s.txnIDAuthCode(r, authz.OpDescribe, id); code != 0 {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ErrorCode = id, code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		st := s.txns.DescribeTransaction(id)
+		s.filterDescribableTxnTopics(r, &st)
+		resp.TransactionStates = append(resp.TransactionStates, st)
 	}
 	return resp, nil
 }

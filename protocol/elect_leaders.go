@@ -27,6 +27,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ElectLeaders.Int16(), 0, 2, handleElectLeaders) }
@@ -35,14 +37,18 @@ func handleElectLeaders(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 
-	if r.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
-		msg := fmt.Sprintf("Unknown election type %d", req.ElectionType)
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	denied := s.clusterAuthCode(r, authz.OpAlter)
+	if denied != 0 || (r.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1) {
+		code, msg := kerr.InvalidRequest.Code, msgPtr(fmt.Sprintf("Unknown election type %d", req.ElectionType))
+		if denied != 0 {
+			code, msg = denied, nil
+		}
+		resp.ErrorCode = code
 		for _, t := range req.Topics {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, electLeadersPartition(p, kerr.InvalidRequest.Code, msgPtr(msg)))
+				rt.Partitions = append(rt.Partitions, electLeadersPartition(p, code, msg))
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}

@@ -44,6 +44,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.EndTxn.Int16(), 0, 5, handleEndTxn) }
@@ -54,6 +56,9 @@ func handleEndTxn(s *Server, r *Request) (kmsg.Response, error) {
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if s.txns == nil {
 		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	if resp.ErrorCode = s.txnIDAuthCode(r, authz.OpWrite, req.TransactionalID); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = s.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, r.Version >= 5)

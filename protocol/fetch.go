@@ -193,6 +193,7 @@ func (s *Server) serveFetch(r *Request, resolve fetchResolver) (kmsg.Response, e
 	for i, pr := range fc.parts {
 		targets[i] = resolve(p.usesTopicIDs, pr.key)
 		targets[i].req = pr
+		s.authorizeFetchTarget(r, p.replicaID, &targets[i])
 	}
 	results, err := s.fetchLongPoll(r.Ctx, &p, targets)
 	if err != nil {

@@ -62,6 +62,10 @@ func (s *Server) findCoordinator(r *Request, keyType int8, key string) kmsg.Find
 		c.ErrorMessage = &msg
 		return c
 	}
+	if e := s.findCoordinatorAuthError(r, keyType, key); e != nil {
+		c.ErrorCode = e.Code // without a message, as Kafka answers it
+		return c
+	}
 	switch keyType {
 	case coordinatorGroup:
 		if s.groups == nil {

@@ -14,13 +14,20 @@ package protocol
 //   - v3: InstanceID (KIP-345)
 //   - v4: flexible
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func handleHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	if s.groups == nil {
 		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	if resp.ErrorCode = s.groupAuthCode(r, authz.OpRead, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	resp.ErrorCode = s.groups.Heartbeat(r.Ctx, req)

@@ -19,6 +19,8 @@ package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.IncrementalAlterConfigs.Int16(), 0, 1, handleIncrementalAlterConfigs) }
@@ -36,7 +38,9 @@ func handleIncrementalAlterConfigs(s *Server, r *Request) (kmsg.Response, error)
 		}
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-		out.ErrorCode, out.ErrorMessage = s.alterResult(dup[i], res.ResourceType, res.ResourceName, ops, true, req.ValidateOnly)
+		if out.ErrorCode = s.configAuthCode(r, authz.OpAlterConfigs, res.ResourceType, res.ResourceName); out.ErrorCode == 0 {
+			out.ErrorCode, out.ErrorMessage = s.alterResult(dup[i], res.ResourceType, res.ResourceName, ops, true, req.ValidateOnly)
+		}
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil

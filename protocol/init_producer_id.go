@@ -29,6 +29,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.InitProducerID.Int16(), 0, 5, handleInitProducerID) }
@@ -42,6 +44,12 @@ func handleInitProducerID(s *Server, r *Request) (kmsg.Response, error) {
 		pid, epoch = req.ProducerID, req.ProducerEpoch
 	}
 	switch {
+	case req.TransactionalID != nil && !s.authorizeTxnID(r, authz.OpWrite, *req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case req.TransactionalID == nil && !s.authorizeIdempotent(r):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
 	case s.txns == nil:
 		resp.ErrorCode = coordinatorNotAvailable
 		return resp, nil

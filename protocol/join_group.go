@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() {
@@ -69,6 +70,11 @@ func handleJoinGroup(s *Server, r *Request) (kmsg.Response, error) {
 	if s.groups == nil {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation, resp.MemberID = coordinatorNotAvailable, -1, req.MemberID
+		return resp, nil
+	}
+	if code := s.groupAuthCode(r, authz.OpRead, req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = code, -1
 		return resp, nil
 	}
 	resp := s.groups.JoinGroup(r.Ctx, req, clientInfo(r))

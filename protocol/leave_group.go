@@ -17,6 +17,8 @@ package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func handleLeaveGroup(s *Server, r *Request) (kmsg.Response, error) {
@@ -24,6 +26,9 @@ func handleLeaveGroup(s *Server, r *Request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	if s.groups == nil {
 		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	if resp.ErrorCode = s.groupAuthCode(r, authz.OpRead, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	members := req.Members

@@ -15,7 +15,11 @@ package protocol
 //   - v4: StatesFilter and GroupState (KIP-518)
 //   - v5: TypesFilter and GroupType (KIP-848)
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func init() { register(kmsg.ListGroups.Int16(), 0, 5, handleListGroups) }
 
@@ -33,7 +37,11 @@ func handleListGroups(s *Server, r *Request) (kmsg.Response, error) {
 	if r.Version < 5 {
 		types = nil
 	}
+	all := s.authorizeCluster(r, authz.OpDescribe)
 	for _, g := range s.groups.ListGroups(states, types) {
+		if !all && !s.authorizeGroup(r, authz.OpDescribe, g.Group) {
+			continue
+		}
 		resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
 			Group:        g.Group,
 			ProtocolType: g.ProtocolType,

@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ListOffsets.Int16(), 0, 10, handleListOffsets) }
@@ -79,6 +80,8 @@ func handleListOffsets(s *Server, r *Request) (kmsg.Response, error) {
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
 			switch {
+			case !s.authorizeTopic(r, authz.OpDescribe, rt.Topic):
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case r.Version > 0 && count[tp{rt.Topic, rp.Partition}] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case topic == nil || rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions):

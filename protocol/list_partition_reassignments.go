@@ -12,7 +12,11 @@ package protocol
 // Version notes:
 //   - v0: flexible from the start
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func init() {
 	register(kmsg.ListPartitionReassignments.Int16(), 0, 0, handleListPartitionReassignments)
@@ -22,5 +26,6 @@ func handleListPartitionReassignments(s *Server, r *Request) (kmsg.Response, err
 	req := r.Body.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
+	resp.ErrorCode = s.clusterAuthCode(r, authz.OpDescribe)
 	return resp, nil
 }

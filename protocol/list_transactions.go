@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ListTransactions.Int16(), 0, 2, handleListTransactions) }
@@ -49,5 +50,14 @@ func handleListTransactions(s *Server, r *Request) (kmsg.Response, error) {
 		f.Pattern = re
 	}
 	resp.TransactionStates, resp.UnknownStateFilters, resp.ErrorCode = s.txns.ListTransactions(f)
+	if !s.authorizeCluster(r, authz.OpDescribe) { // else only the ids r may describe
+		kept := resp.TransactionStates[:0]
+		for _, st := range resp.TransactionStates {
+			if s.authorizeTxnID(r, authz.OpDescribe, st.TransactionalID) {
+				kept = append(kept, st)
+			}
+		}
+		resp.TransactionStates = kept
+	}
 	return resp, nil
 }

@@ -53,6 +53,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.Metadata.Int16(), 0, 13, handleMetadata) }
@@ -136,7 +137,9 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 	switch {
 	case allTopics:
 		for _, t := range s.store.Topics() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(t))
+			if s.authorizeTopic(r, authz.OpDescribe, t.Name) { // others are hidden
+				resp.Topics = append(resp.Topics, s.metadataTopic(t))
+			}
 		}
 	case byID:
 		// Kafka uses the ids when any is set, answering unknown ids first.
@@ -158,6 +161,11 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 			}
 		}
 		for _, t := range known {
+			if !s.authorizeTopic(r, authz.OpDescribe, t.Name) {
+				// Topic ids are not secret: Kafka answers with the id.
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{ErrorCode: kerr.TopicAuthorizationFailed.Code, TopicID: t.ID, AuthorizedOperations: authorizedOperationsUnset})
+				continue
+			}
 			resp.Topics = append(resp.Topics, s.metadataTopic(t))
 		}
 	default:
@@ -169,6 +177,10 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 				continue
 			}
 			seen[name] = true
+			if mt, denied := s.metadataDenied(r, name, autoCreate); denied {
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, s.metadataNamedTopic(name, autoCreate))
 		}
 	}
@@ -178,15 +190,34 @@ func handleMetadata(s *Server, r *Request) (kmsg.Response, error) {
 			t := &resp.Topics[i]
 			// Kafka sets them on every named topic, missing ones too,
 			// but not on unknown topic ids.
-			if req.IncludeTopicAuthorizedOperations && t.Topic != nil {
-				t.AuthorizedOperations = topicAuthorizedOperations
+			if req.IncludeTopicAuthorizedOperations && t.Topic != nil && t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				t.AuthorizedOperations = s.authorizedOps(r, authz.ResourceTopic, *t.Topic)
 			}
 		}
 		if r.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-			resp.AuthorizedOperations = clusterAuthorizedOperations
+			resp.AuthorizedOperations = 0 // without DESCRIBE on the cluster
+			if s.authorizeCluster(r, authz.OpDescribe) {
+				resp.AuthorizedOperations = s.authorizedOps(r, authz.ResourceCluster, authz.ClusterName)
+			}
 		}
 	}
 	return resp, nil
+}
+
+// metadataDenied answers a topic requested by name that r may not
+// describe, or that does not exist and r may not create while the request
+// would create it: TOPIC_AUTHORIZATION_FAILED, whether it exists or not.
+func (s *Server) metadataDenied(r *Request, name string, autoCreate bool) (kmsg.MetadataResponseTopic, bool) {
+	n := name
+	denied := kmsg.MetadataResponseTopic{ErrorCode: kerr.TopicAuthorizationFailed.Code, Topic: &n, AuthorizedOperations: authorizedOperationsUnset}
+	if !s.authorizeTopic(r, authz.OpDescribe, name) {
+		return denied, true
+	}
+	if autoCreate && s.store.Topic(name) == nil && !s.authorizeCreateTopic(r, name) {
+		denied.IsInternal = partition.IsInternalTopic(name)
+		return denied, true
+	}
+	return kmsg.MetadataResponseTopic{}, false
 }
 
 // metadataErrorResponse is Kafka's MetadataRequest.getErrorResponse: every

@@ -48,6 +48,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.OffsetCommit.Int16(), 0, 10, handleOffsetCommit) }
@@ -63,6 +64,7 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	if s.groups != nil {
 		now = s.groups.Now()
 	}
+	groupCode := s.groupAuthCode(r, authz.OpRead, req.Group)
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		name := t.Topic
@@ -75,6 +77,10 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 			topic = s.store.Topic(t.Topic)
 		}
 		for j, p := range t.Partitions {
+			if c := s.groupTopicAuthCode(r, groupCode, authz.OpRead, topic, name, r.Version >= 10); c != 0 {
+				codes[i][j] = c
+				continue
+			}
 			if r.Version >= 10 && topic == nil {
 				codes[i][j] = kerr.UnknownTopicID.Code
 				continue

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.OffsetDelete.Int16(), 0, 0, handleOffsetDelete) }
@@ -26,12 +27,19 @@ func handleOffsetDelete(s *Server, r *Request) (kmsg.Response, error) {
 		resp.ErrorCode = coordinatorNotAvailable
 		return resp, nil
 	}
+	if resp.ErrorCode = s.groupAuthCode(r, authz.OpDelete, req.Group); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	codes := make([][]int16, len(req.Topics))
 	var parts []coordinator.TopicPartition
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		topic := s.store.Topic(t.Topic)
 		for j, p := range t.Partitions {
+			if c := s.topicAuthCode(r, authz.OpRead, t.Topic); c != 0 {
+				codes[i][j] = c
+				continue
+			}
 			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue

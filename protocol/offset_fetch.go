@@ -34,6 +34,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.OffsetFetch.Int16(), 0, 10, handleOffsetFetch) }
@@ -58,7 +59,10 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 				topics = append(topics, fetchTopic{topic: t.Topic, partitions: t.Partitions})
 			}
 		}
-		res, code := s.fetchOffsets(r, req.Group, topics, r.Version >= 7 && req.RequireStable)
+		res, code := s.noOffsets(topics), s.groupAuthCode(r, authz.OpDescribe, req.Group)
+		if code == 0 {
+			res, code = s.fetchOffsets(r, req.Group, topics, r.Version >= 7 && req.RequireStable)
+		}
 		if code != 0 && r.Version < 2 {
 			// v0-1 have no top-level code: every partition carries it.
 			for i := range res {
@@ -100,7 +104,11 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 				topics = append(topics, ft)
 			}
 		}
-		var code int16
+		code := s.groupAuthCode(r, authz.OpDescribe, g.Group)
+		if code != 0 {
+			resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, ErrorCode: code})
+			continue
+		}
 		if r.Version >= 9 && s.groups != nil {
 			code = s.groups.CheckFetchMember(r.Ctx, g.Group, g.MemberID, g.MemberEpoch)
 		}
@@ -137,6 +145,9 @@ func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, req
 	if topics == nil {
 		var out []kmsg.OffsetFetchResponseGroupTopic
 		for _, o := range offsets {
+			if !s.authorizeTopic(r, authz.OpDescribe, o.Topic) {
+				continue // offsets of topics r may not describe are hidden
+			}
 			if len(out) == 0 || out[len(out)-1].Topic != o.Topic {
 				out = append(out, kmsg.OffsetFetchResponseGroupTopic{Topic: o.Topic})
 			}
@@ -170,6 +181,8 @@ func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, req
 			}
 			if t.unknownID {
 				o.ErrorCode = kerr.UnknownTopicID.Code
+			} else if code := s.topicAuthCode(r, authz.OpDescribe, t.topic); code != 0 {
+				o = coordinator.Offset{Topic: t.topic, Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: code}
 			}
 			rt.Partitions = append(rt.Partitions, offsetPartition(o))
 		}

@@ -30,6 +30,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.OffsetForLeaderEpoch.Int16(), 0, 4, handleOffsetForLeaderEpoch) }
@@ -41,6 +43,7 @@ const noPartitionLeaderEpoch = -1
 func handleOffsetForLeaderEpoch(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	follower := s.authorizeCluster(r, authz.OpClusterAction) // may read every topic
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
@@ -50,6 +53,8 @@ func handleOffsetForLeaderEpoch(s *Server, r *Request) (kmsg.Response, error) {
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			l, err := s.store.Log(rt.Topic, rp.Partition)
 			switch {
+			case !follower && !s.authorizeTopic(r, authz.OpDescribe, rt.Topic):
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case err != nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case r.Version >= 2 && rp.CurrentLeaderEpoch != noPartitionLeaderEpoch && rp.CurrentLeaderEpoch < l.LeaderEpoch():

@@ -70,6 +70,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
@@ -118,6 +119,12 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 		}
 		return produceErrorResponse(req, resp, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
+	if req.TransactionID != nil && !s.authorizeTxnID(r, authz.OpWrite, *req.TransactionID) {
+		if req.Acks == 0 {
+			return nil, errors.New("transactional produce not authorized, acks=0")
+		}
+		return produceErrorResponse(req, resp, kerr.TransactionalIDAuthorizationFailed.Code), nil
+	}
 
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	failed := false
@@ -146,7 +153,10 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 			if last[key(rt, rp.Partition)] != [2]int{ti, pi} {
 				continue
 			}
-			sp := s.producePartition(r, req.TransactionID, validAcks, topic, rp)
+			sp := produceError(rp.Partition, s.topicAuthCodeOf(r, authz.OpWrite, topic, rt.Topic, useIDs))
+			if sp.ErrorCode == 0 {
+				sp = s.producePartition(r, req.TransactionID, validAcks, topic, rp)
+			}
 			if sp.ErrorCode != 0 {
 				failed = true
 			}

@@ -19,6 +19,11 @@ type Request struct {
 	Remote        net.Addr
 	Body          kmsg.Request
 
+	// principal is who the connection authenticated as (User:ANONYMOUS
+	// if no one), what the authorizer checks (authorize.go); "" in tests
+	// that build a Request by hand means User:ANONYMOUS.
+	principal string
+
 	// listener is the listener the request came in on (nil in tests
 	// that build a Request: the server's default listener).
 	listener *Listener

@@ -215,7 +215,7 @@ func (c *conn) serveSASL(frame []byte) error {
 	}
 	switch {
 	case st.stage == saslHandshake && h.key == kmsg.ApiVersions.Int16() && !st.reauth.active:
-		r := &Request{Ctx: c.ctx, Version: h.version, CorrelationID: h.correlation, ClientID: h.clientID, Remote: c.remote, Body: req, listener: c.listener}
+		r := &Request{Ctx: c.ctx, Version: h.version, CorrelationID: h.correlation, ClientID: h.clientID, Remote: c.remote, Body: req, listener: c.listener, principal: c.Principal()}
 		resp, err := c.call(a, r)
 		if err != nil {
 			return err

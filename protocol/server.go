@@ -70,6 +70,7 @@ import (
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 // Config is what the network face needs to know. Start from DefaultConfig:
@@ -156,6 +157,10 @@ type Config struct {
 	// Faults are fault-injection rules (faults.go), owned by the caller,
 	// who may change them while the server runs; nil: none.
 	Faults *Faults
+	// Authorizer checks every request against the ACLs
+	// (authorizer.class.name set; authorize.go); nil: no authorizer,
+	// everything allowed and the ACL APIs answer SECURITY_DISABLED.
+	Authorizer *authz.Authorizer
 	// Observer is told of connections (labelled with their listener's
 	// name) and requests, for metrics (observer.go); nil: none.
 	Observer Observer

@@ -20,6 +20,8 @@ package protocol
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 var coordinatorNotAvailable = kerr.CoordinatorNotAvailable.Code
@@ -29,6 +31,11 @@ func handleSyncGroup(s *Server, r *Request) (kmsg.Response, error) {
 	if s.groups == nil {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = coordinatorNotAvailable
+		return resp, nil
+	}
+	if code := s.groupAuthCode(r, authz.OpRead, req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = code, []byte{}
 		return resp, nil
 	}
 	resp := s.groups.SyncGroup(r.Ctx, req)

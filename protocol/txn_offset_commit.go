@@ -54,6 +54,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.TxnOffsetCommit.Int16(), 0, 5, handleTxnOffsetCommit) }
@@ -69,10 +70,17 @@ func handleTxnOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 	if s.groups != nil {
 		now = s.groups.Now()
 	}
+	authCode := s.txnIDAuthCode(r, authz.OpWrite, req.TransactionalID)
+	if authCode == 0 {
+		authCode = s.groupAuthCode(r, authz.OpRead, req.Group)
+	}
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		topic := s.store.Topic(t.Topic)
 		for j, p := range t.Partitions {
+			if codes[i][j] = s.groupTopicAuthCode(r, authCode, authz.OpRead, topic, t.Topic, false); codes[i][j] != 0 {
+				continue
+			}
 			cp, code := s.commitPartition(topic, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, now)
 			if codes[i][j] = code; code == -1 {
 				if r.Version < 2 {

@@ -34,6 +34,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.UpdateFeatures.Int16(), 0, 2, handleUpdateFeatures) }
@@ -59,6 +61,9 @@ var kafkaFeatureNames = map[string]bool{
 func handleUpdateFeatures(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.UpdateFeaturesRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+	if resp.ErrorCode = s.clusterAuthCode(r, authz.OpAlter); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	for _, u := range req.FeatureUpdates {
 		upgradeType := u.UpgradeType
 		if r.Version == 0 {

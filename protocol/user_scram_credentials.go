@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() {
@@ -47,6 +48,9 @@ func init() {
 func handleDescribeUserScramCredentials(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if resp.ErrorCode = s.clusterAuthCode(r, authz.OpDescribe); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	var all []partition.ScramCredential
 	if s.store != nil {
 		all = s.store.ScramCredentials() // sorted by user, then mechanism
@@ -104,6 +108,22 @@ type scramAlterError struct {
 func handleAlterUserScramCredentials(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if code := s.clusterAuthCode(r, authz.OpAlter); code != 0 {
+		seen := map[string]bool{}
+		answer := func(u string) {
+			if !seen[u] {
+				seen[u] = true
+				resp.Results = append(resp.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: u, ErrorCode: code})
+			}
+		}
+		for _, d := range req.Deletions {
+			answer(d.Name)
+		}
+		for _, u := range req.Upsertions {
+			answer(u.Name)
+		}
+		return resp, nil
+	}
 	var errs []scramAlterError
 	failed := map[string]bool{}
 	fail := func(user string, e *kerr.Error, msg string) {

@@ -9,7 +9,7 @@
 # Environment (all optional):
 #   COMPAT_ONLY            clients to run, space separated
 #                          (kafka-python kafka-python-0.11 confluent-kafka
-#                          confluent-admin kafkajs java java-admin
+#                          confluent-admin kafkajs java java-admin java-acl
 #                          kafka-python-next confluent-kafka-next kafkajs-next
 #                          java-next; java-848 confluent-848: consumer groups
 #                          of the KIP-848 protocol, group.protocol=consumer;
@@ -18,6 +18,9 @@
 #                          java-share: the KafkaShareConsumer, KIP-932;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
+#                          java-acl creates, lists and deletes ACLs (with it
+#                          the broker runs Kafka's authorizer, User:ANONYMOUS
+#                          the super user, so other clients keep every right);
 #                          kafka-python-0.11 pins the oldest request versions
 #                          Kafka 4 still serves: Produce v3, Fetch v5, Metadata v4;
 #                          the *-next ones run idempotent producers, consumer
@@ -45,7 +48,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin"
+FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafkajs java java-admin java-acl"
 # Consumer groups, idempotence and transactions.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 # KIP-848 consumer groups (group.protocol=consumer).
@@ -65,6 +68,13 @@ case ${COMPAT_AGAINST:-kcompatd} in
   kcompatd) ;;
   kafka) BROKER=kafka ;;
   *) echo "compat: COMPAT_AGAINST must be kcompatd or kafka" >&2; exit 2 ;;
+esac
+# java-acl needs an authorizer on the broker: User:ANONYMOUS (PLAINTEXT) and
+# the *-sasl clients' User:alice are its super users, so every other client
+# keeps all rights.
+AUTHZ_PROPS=()
+case " $CLIENTS " in
+  *" java-acl "*) AUTHZ_PROPS=(authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer "super.users=User:ANONYMOUS;User:alice") ;;
 esac
 read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
 
@@ -211,6 +221,7 @@ start_oracle() {
     echo "share.coordinator.state.topic.min.isr=1"
     echo "group.share.min.record.lock.duration.ms=1000"
     [ -z "$SASL_LISTENERS" ] || sasl_props
+    for prop in ${AUTHZ_PROPS[@]+"${AUTHZ_PROPS[@]}"}; do echo "$prop"; done
   } >"$props" || return 1
   cid=$(timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
   if [ -z "$cid" ] || ! timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool format \
@@ -305,6 +316,8 @@ start_broker() {
     tries=600 # a JVM and a KRaft quorum take their time
     flags=()
   else
+    local prop
+    for prop in ${AUTHZ_PROPS[@]+"${AUTHZ_PROPS[@]}"}; do flags+=(-c "$prop"); done
     "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port$SASL_LISTENERS" -c "log.dirs=$data" "${flags[@]}" "${SASL_FLAGS[@]}" \
       >"$BROKER_LOG" 2>&1 &
     BROKER_PID=$!
@@ -412,6 +425,11 @@ run_client() {
     kafkajs-sasl)
       KAFKAJS_NO_PARTITIONER_WARNING=1 timeout -k 5 "$CLIENT_TIMEOUT" \
         node "$HERE/js/kafkajs_sasl.js" "$SASL_BOOTSTRAP" "$topic" "$SASL_USER" "$SASL_PASSWORD" ;;
+    java-acl)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.AclChecks "$BOOTSTRAP" "$topic" ;;
   esac
 }
 
