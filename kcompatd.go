@@ -199,8 +199,12 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		ConsumerHeartbeatInterval:     time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
 		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
 		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
-		Clock:                         clk,
-		Logger:                        log,
+		NodeID:                        cfg.NodeID,
+		GroupConfigDir:                store.Dir(),
+		// SharePersister: nil keeps share state in memory until the
+		// share coordinator (coordinator/sharestate) is wired here.
+		Clock:  clk,
+		Logger: log,
 	}, store)
 	if err != nil {
 		store.Close()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/coordinator/sharefetch"
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
 )
@@ -62,8 +64,34 @@ type Config struct {
 	// expression is resolved again against the topics
 	// (group.consumer.regex.refresh.interval.ms, default 10 s).
 	ConsumerRegexRefreshInterval time.Duration
-	Clock                        clock.Clock // nil: clock.Real{}
-	Logger                       zerolog.Logger
+
+	// Share groups (KIP-932): group.share.session.timeout.ms (default
+	// 45 s) within group.share.min/max.session.timeout.ms (45 s, 60 s);
+	// group.share.heartbeat.interval.ms (5 s) within its min/max (5 s,
+	// 15 s); group.share.max.size (200).
+	ShareSessionTimeout, ShareMinSessionTimeout, ShareMaxSessionTimeout          time.Duration
+	ShareHeartbeatInterval, ShareMinHeartbeatInterval, ShareMaxHeartbeatInterval time.Duration
+	ShareMaxSize                                                                 int
+	// group.share.record.lock.duration.ms (30 s) within its min/max (15 s,
+	// 60 s); group.share.delivery.count.limit (5) within 2..10;
+	// group.share.partition.max.record.locks (2000) within 100..4000;
+	// group.share.max.share.sessions (2000).
+	ShareRecordLockDuration, ShareMinRecordLockDuration, ShareMaxRecordLockDuration                time.Duration
+	ShareDeliveryCountLimit, ShareMinDeliveryCountLimit, ShareMaxDeliveryCountLimit                int
+	SharePartitionMaxRecordLocks, ShareMinPartitionMaxRecordLocks, ShareMaxPartitionMaxRecordLocks int
+	ShareMaxShareSessions                                                                          int
+	// SharePersister keeps the share-partitions' state (the share
+	// coordinator, coordinator/sharestate). Nil: kept in memory, lost on
+	// a restart. The one place the durable store is wired in (kcompatd.go).
+	SharePersister sharestate.Persister
+	// NodeID is node.id: the leader the share-fetch path names.
+	NodeID int32
+	// GroupConfigDir is where the group config overrides are kept (the
+	// data dir); "" keeps them in memory.
+	GroupConfigDir string
+
+	Clock  clock.Clock // nil: clock.Real{}
+	Logger zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -83,6 +111,24 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:               math.MaxInt32,
 		ConsumerAssignors:             []string{UniformAssignor, RangeAssignor},
 		ConsumerRegexRefreshInterval:  10 * time.Second,
+
+		ShareSessionTimeout:             45 * time.Second,
+		ShareMinSessionTimeout:          45 * time.Second,
+		ShareMaxSessionTimeout:          60 * time.Second,
+		ShareHeartbeatInterval:          5 * time.Second,
+		ShareMinHeartbeatInterval:       5 * time.Second,
+		ShareMaxHeartbeatInterval:       15 * time.Second,
+		ShareMaxSize:                    200,
+		ShareRecordLockDuration:         30 * time.Second,
+		ShareMinRecordLockDuration:      15 * time.Second,
+		ShareMaxRecordLockDuration:      60 * time.Second,
+		ShareDeliveryCountLimit:         5,
+		ShareMinDeliveryCountLimit:      2,
+		ShareMaxDeliveryCountLimit:      10,
+		SharePartitionMaxRecordLocks:    2000,
+		ShareMinPartitionMaxRecordLocks: 100,
+		ShareMaxPartitionMaxRecordLocks: 4000,
+		ShareMaxShareSessions:           2000,
 	}
 }
 
@@ -130,6 +176,7 @@ func (c Config) withDefaults() Config {
 	if c.ConsumerRegexRefreshInterval <= 0 {
 		c.ConsumerRegexRefreshInterval = d.ConsumerRegexRefreshInterval
 	}
+	c.shareDefaults(d)
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -154,6 +201,10 @@ type Coordinator struct {
 	wg   sync.WaitGroup
 
 	txnIdx txnIndex // groups with open transactions, by producer id (txn_offsets.go)
+
+	groupCfgs *GroupConfigs        // group config overrides (group_configs.go)
+	persister sharestate.Persister // share-partition state (share groups)
+	share     *sharefetch.Manager  // the share-fetch path
 }
 
 // New returns a coordinator over store, loading every group and committed
@@ -168,6 +219,9 @@ func New(cfg Config, store *partition.Store) (*Coordinator, error) {
 		clock:  cfg.Clock,
 		groups: map[string]*group{},
 		quit:   make(chan struct{}),
+	}
+	if err := c.initShare(); err != nil {
+		return nil, err
 	}
 	loaded, err := c.load()
 	if err != nil {
