@@ -210,12 +210,7 @@ func (g *group) removeShareMember(m *sgMember, why string) error {
 		g.sg = snap
 		return err
 	}
-	for _, o := range sg.members {
-		if o.epoch != sg.assignmentEpoch {
-			o.previous, o.epoch = o.epoch, sg.assignmentEpoch
-			o.assigned = sg.target[o.id].clone()
-		}
-	}
+	// The others take the new target at their next heartbeat.
 	if err := g.writeShare(g.shareRecords()); err != nil {
 		g.sg = snap
 		return err

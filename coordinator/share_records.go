@@ -108,17 +108,25 @@ func (g *group) sgTargetRecords() []recordbatch.Record {
 
 // sgStatePartitionRecord lists the initialized share-partitions.
 func (g *group) sgStatePartitionRecord() recordbatch.Record {
+	name := func(id partition.TopicID) string {
+		if tt := g.c.store.TopicByID(id); tt != nil {
+			return tt.Name
+		}
+		return ""
+	}
+	return recordbatch.Record{Key: consumerKey(recShareGroupStatePartition, g.id, nil), Value: statePartitionValue(g.sg.initialized, name)}
+}
+
+// statePartitionValue is ShareGroupStatePartitionMetadataValue listing
+// init as InitializedTopics.
+func statePartitionValue(init partSet, topicName func(partition.TopicID) string) []byte {
 	w := valueWriter()
 	w.arrayLen(0) // InitializingTopics
-	ts := g.sg.initialized.byTopic()
+	ts := init.byTopic()
 	w.arrayLen(len(ts))
 	for _, t := range ts {
 		w.b = append(w.b, t.id[:]...)
-		name := ""
-		if tt := g.c.store.TopicByID(t.id); tt != nil {
-			name = tt.Name
-		}
-		w.cstr(name)
+		w.cstr(topicName(t.id))
 		w.arrayLen(len(t.partitions))
 		for _, p := range t.partitions {
 			w.i32(p)
@@ -127,7 +135,7 @@ func (g *group) sgStatePartitionRecord() recordbatch.Record {
 	}
 	w.arrayLen(0) // DeletingTopics
 	w.noTags()
-	return recordbatch.Record{Key: consumerKey(recShareGroupStatePartition, g.id, nil), Value: w.b}
+	return w.b
 }
 
 // shareRecords are every record of the share group as it is now, plus
