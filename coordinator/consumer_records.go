@@ -502,7 +502,7 @@ func (g *group) consumerGroupLoaded(lc *loadedConsumer) {
 		for tp := range m.pendingRevocation {
 			cg.owner[tp] = id
 		}
-		m.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
+		m.sessionDeadline = now.Add(g.consumerSessionTimeout())
 		if m.state == memberUnrevokedPartitions {
 			m.revocationDeadline = now.Add(m.rebalanceTimeout)
 		}

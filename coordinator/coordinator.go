@@ -84,6 +84,11 @@ type Config struct {
 	// coordinator, coordinator/sharestate). Nil: kept in memory, lost on
 	// a restart. The one place the durable store is wired in (kcompatd.go).
 	SharePersister sharestate.Persister
+	// ConsumerMin/MaxSessionTimeout and ConsumerMin/MaxHeartbeatInterval
+	// bound the consumer.* group configs (group.consumer.min/max.*;
+	// default 45 s-60 s and 5 s-15 s).
+	ConsumerMinSessionTimeout, ConsumerMaxSessionTimeout       time.Duration
+	ConsumerMinHeartbeatInterval, ConsumerMaxHeartbeatInterval time.Duration
 	// NodeID is node.id: the leader the share-fetch path names.
 	NodeID int32
 	// GroupConfigDir is where the group config overrides are kept (the
@@ -112,6 +117,10 @@ func DefaultConfig() Config {
 		ConsumerAssignors:             []string{UniformAssignor, RangeAssignor},
 		ConsumerRegexRefreshInterval:  10 * time.Second,
 
+		ConsumerMinSessionTimeout:       45 * time.Second,
+		ConsumerMaxSessionTimeout:       60 * time.Second,
+		ConsumerMinHeartbeatInterval:    5 * time.Second,
+		ConsumerMaxHeartbeatInterval:    15 * time.Second,
 		ShareSessionTimeout:             45 * time.Second,
 		ShareMinSessionTimeout:          45 * time.Second,
 		ShareMaxSessionTimeout:          60 * time.Second,

@@ -41,8 +41,9 @@ const (
 type GroupConfigDef struct {
 	Name string
 	Type GroupConfigType
-	// Broker is the broker property it defaults to ("" for none).
-	Broker string
+	// Broker: it defaults to the broker property "group." + Name (its
+	// synonym, as Kafka's GroupConfig.brokerSynonym).
+	Broker bool
 	// Min is an INT config's lower bound (its validator's).
 	Min int64
 	// Allowed are a STRING config's values; by_duration takes a suffix.
@@ -73,23 +74,23 @@ const (
 
 // GroupConfigDefs is Kafka 4.3's GroupConfig.CONFIG_DEF, in its order.
 var GroupConfigDefs = []GroupConfigDef{
-	{Name: ConsumerSessionTimeoutConfig, Type: GroupConfigInt, Broker: "group.consumer.session.timeout.ms", Min: 1, Doc: "The timeout to detect client failures when using the consumer group protocol."},
-	{Name: ConsumerHeartbeatIntervalConfig, Type: GroupConfigInt, Broker: "group.consumer.heartbeat.interval.ms", Min: 1, Doc: "The heartbeat interval given to the members of a consumer group."},
-	{Name: ConsumerAssignmentIntervalConfig, Type: GroupConfigInt, Broker: "group.consumer.assignment.interval.ms", Min: 0, Doc: "The minimum time between target assignment computations of a consumer group."},
-	{Name: ShareSessionTimeoutConfig, Type: GroupConfigInt, Broker: "group.share.session.timeout.ms", Min: 1, Doc: "The timeout to detect client failures when using the share group protocol."},
-	{Name: ShareHeartbeatIntervalConfig, Type: GroupConfigInt, Broker: "group.share.heartbeat.interval.ms", Min: 1, Doc: "The heartbeat interval given to the members of a share group."},
-	{Name: ShareRecordLockDurationConfig, Type: GroupConfigInt, Broker: "group.share.record.lock.duration.ms", Min: 1000, Doc: "The record acquisition lock duration in milliseconds for share groups."},
-	{Name: ShareDeliveryCountLimitConfig, Type: GroupConfigInt, Broker: "group.share.delivery.count.limit", Min: 2, Doc: "The maximum number of delivery attempts for a record delivered to a share group."},
-	{Name: SharePartitionMaxRecordLocksCfg, Type: GroupConfigInt, Broker: "group.share.partition.max.record.locks", Min: 100, Doc: "Share-group record lock limit per share-partition."},
+	{Name: ConsumerSessionTimeoutConfig, Type: GroupConfigInt, Broker: true, Min: 1, Doc: "The timeout to detect client failures when using the consumer group protocol."},
+	{Name: ConsumerHeartbeatIntervalConfig, Type: GroupConfigInt, Broker: true, Min: 1, Doc: "The heartbeat interval given to the members of a consumer group."},
+	{Name: ConsumerAssignmentIntervalConfig, Type: GroupConfigInt, Broker: true, Min: 0, Doc: "The minimum time between target assignment computations of a consumer group."},
+	{Name: ShareSessionTimeoutConfig, Type: GroupConfigInt, Broker: true, Min: 1, Doc: "The timeout to detect client failures when using the share group protocol."},
+	{Name: ShareHeartbeatIntervalConfig, Type: GroupConfigInt, Broker: true, Min: 1, Doc: "The heartbeat interval given to the members of a share group."},
+	{Name: ShareRecordLockDurationConfig, Type: GroupConfigInt, Broker: true, Min: 1000, Doc: "The record acquisition lock duration in milliseconds for share groups."},
+	{Name: ShareDeliveryCountLimitConfig, Type: GroupConfigInt, Broker: true, Min: 2, Doc: "The maximum number of delivery attempts for a record delivered to a share group."},
+	{Name: SharePartitionMaxRecordLocksCfg, Type: GroupConfigInt, Broker: true, Min: 100, Doc: "Share-group record lock limit per share-partition."},
 	{Name: ShareAutoOffsetResetConfig, Type: GroupConfigString, Allowed: []string{"latest", "earliest", "by_duration:PnDTnHnMn.nS"}, Doc: "The strategy to initialize the share-partition start offset."},
 	{Name: ShareIsolationLevelConfig, Type: GroupConfigString, Allowed: []string{"read_committed", "read_uncommitted"}, Doc: "Controls how to read records written transactionally."},
 	{Name: ShareRenewAcknowledgeEnableConfig, Type: GroupConfigBoolean, Doc: "Whether the renew acknowledge type is enabled for the share group."},
-	{Name: ShareAssignmentIntervalConfig, Type: GroupConfigInt, Broker: "group.share.assignment.interval.ms", Min: 0, Doc: "The minimum time between target assignment computations of a share group."},
-	{Name: StreamsSessionTimeoutConfig, Type: GroupConfigInt, Broker: "group.streams.session.timeout.ms", Min: 1, Doc: "The timeout to detect client failures when using the streams group protocol."},
-	{Name: StreamsHeartbeatIntervalConfig, Type: GroupConfigInt, Broker: "group.streams.heartbeat.interval.ms", Min: 1, Doc: "The heartbeat interval given to the members of a streams group."},
-	{Name: StreamsNumStandbyReplicasConfig, Type: GroupConfigInt, Broker: "group.streams.num.standby.replicas", Min: 0, Doc: "The number of standby replicas for each task."},
-	{Name: StreamsInitialRebalanceDelayCfg, Type: GroupConfigInt, Broker: "group.streams.initial.rebalance.delay.ms", Min: 0, Doc: "The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance."},
-	{Name: StreamsAssignmentIntervalConfig, Type: GroupConfigInt, Broker: "group.streams.assignment.interval.ms", Min: 0, Doc: "The minimum time between target assignment computations of a streams group."},
+	{Name: ShareAssignmentIntervalConfig, Type: GroupConfigInt, Broker: true, Min: 0, Doc: "The minimum time between target assignment computations of a share group."},
+	{Name: StreamsSessionTimeoutConfig, Type: GroupConfigInt, Broker: true, Min: 1, Doc: "The timeout to detect client failures when using the streams group protocol."},
+	{Name: StreamsHeartbeatIntervalConfig, Type: GroupConfigInt, Broker: true, Min: 1, Doc: "The heartbeat interval given to the members of a streams group."},
+	{Name: StreamsNumStandbyReplicasConfig, Type: GroupConfigInt, Broker: true, Min: 0, Doc: "The number of standby replicas for each task."},
+	{Name: StreamsInitialRebalanceDelayCfg, Type: GroupConfigInt, Broker: true, Min: 0, Doc: "The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance."},
+	{Name: StreamsAssignmentIntervalConfig, Type: GroupConfigInt, Broker: true, Min: 0, Doc: "The minimum time between target assignment computations of a streams group."},
 }
 
 // GroupConfigDefFor is the definition of name, or nil.
@@ -337,4 +338,17 @@ func (c *Coordinator) GroupConfigString(group, name, def string) string {
 // groupDuration is a millisecond group config as a duration.
 func (c *Coordinator) groupDuration(group, name string, def, lo, hi time.Duration) time.Duration {
 	return time.Duration(c.GroupConfigInt(group, name, def.Milliseconds(), lo.Milliseconds(), hi.Milliseconds())) * time.Millisecond
+}
+
+// consumerSessionTimeout / consumerHeartbeatInterval are the consumer
+// group's consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+// over the broker's group.consumer.*.
+func (g *group) consumerSessionTimeout() time.Duration {
+	cfg := g.c.cfg
+	return g.c.groupDuration(g.id, ConsumerSessionTimeoutConfig, cfg.ConsumerSessionTimeout, min(cfg.ConsumerMinSessionTimeout, cfg.ConsumerSessionTimeout), max(cfg.ConsumerMaxSessionTimeout, cfg.ConsumerSessionTimeout))
+}
+
+func (g *group) consumerHeartbeatInterval() time.Duration {
+	cfg := g.c.cfg
+	return g.c.groupDuration(g.id, ConsumerHeartbeatIntervalConfig, cfg.ConsumerHeartbeatInterval, min(cfg.ConsumerMinHeartbeatInterval, cfg.ConsumerHeartbeatInterval), max(cfg.ConsumerMaxHeartbeatInterval, cfg.ConsumerHeartbeatInterval))
 }

@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"time"
+
 	"github.com/kcompatd/kcompatd/coordinator/sharefetch"
 	"github.com/kcompatd/kcompatd/internal/vfs"
 )
@@ -10,6 +12,14 @@ func (c *Config) shareDefaults(d Config) {
 	set := func(p *int, def int) {
 		if *p <= 0 {
 			*p = def
+		}
+	}
+	for _, p := range []struct{ v, d *time.Duration }{
+		{&c.ConsumerMinSessionTimeout, &d.ConsumerMinSessionTimeout}, {&c.ConsumerMaxSessionTimeout, &d.ConsumerMaxSessionTimeout},
+		{&c.ConsumerMinHeartbeatInterval, &d.ConsumerMinHeartbeatInterval}, {&c.ConsumerMaxHeartbeatInterval, &d.ConsumerMaxHeartbeatInterval},
+	} {
+		if *p.v <= 0 {
+			*p.v = *p.d
 		}
 	}
 	if c.ShareSessionTimeout <= 0 {

@@ -35,7 +35,7 @@ func (s *Server) describeGroupConfigs(name string, want func(string) bool, synon
 		c.Value = &value
 		c.ConfigType = kmsg.ConfigType(v.Def.Type)
 		c.Source = configSourceDefault
-		if v.Def.Broker != "" {
+		if v.Def.Broker {
 			c.Source = configSourceStaticBroker
 		}
 		if v.Set {
