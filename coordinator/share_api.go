@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -363,17 +362,4 @@ func (g *group) deleteShareGroup() int16 {
 	g.log.Info().Msg("share group deleted")
 	g.setState(stateDead)
 	return 0
-}
-
-// initializedTopics are the topics a share group has state for, sorted by
-// name.
-func (sg *shareGroup) initializedTopics(store *partition.Store) []string {
-	var out []string
-	for _, t := range sg.initialized.byTopic() {
-		if tt := store.TopicByID(t.id); tt != nil {
-			out = append(out, tt.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

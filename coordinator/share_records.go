@@ -165,10 +165,16 @@ func (g *group) shareRecords() []recordbatch.Record {
 // shareTombstones are the tombstones of every share group record written,
 // the group metadata last.
 func (g *group) shareTombstones() []recordbatch.Record {
+	return tombstonesOf(g.sg.written, recShareGroupMetadata)
+}
+
+// tombstonesOf are tombstones of the keys written, sorted, with the key
+// of record type last (a group's metadata record) at the end.
+func tombstonesOf(written map[string][]byte, last uint16) []recordbatch.Record {
 	var recs []recordbatch.Record
 	var meta []byte
-	for k := range g.sg.written {
-		if binary.BigEndian.Uint16([]byte(k)) == recShareGroupMetadata {
+	for k := range written {
+		if binary.BigEndian.Uint16([]byte(k)) == last {
 			meta = []byte(k)
 			continue
 		}
@@ -183,13 +189,20 @@ func (g *group) shareTombstones() []recordbatch.Record {
 
 // writeShare appends the records whose value changed since last written.
 func (g *group) writeShare(recs []recordbatch.Record) error {
-	sg := g.sg
-	if sg.written == nil {
-		sg.written = map[string][]byte{}
+	return g.writeChanged(&g.sg.written, recs)
+}
+
+// writeChanged appends the records whose value differs from what was last
+// written for their key (a tombstone only for a key written), and then
+// notes them in *written.
+func (g *group) writeChanged(written *map[string][]byte, recs []recordbatch.Record) error {
+	if *written == nil {
+		*written = map[string][]byte{}
 	}
+	w := *written
 	var out []recordbatch.Record
 	for _, r := range recs {
-		last, ok := sg.written[string(r.Key)]
+		last, ok := w[string(r.Key)]
 		if r.Value == nil && !ok || r.Value != nil && ok && string(last) == string(r.Value) {
 			continue
 		}
@@ -200,9 +213,9 @@ func (g *group) writeShare(recs []recordbatch.Record) error {
 	}
 	for _, r := range out {
 		if r.Value == nil {
-			delete(sg.written, string(r.Key))
+			delete(w, string(r.Key))
 		} else {
-			sg.written[string(r.Key)] = r.Value
+			w[string(r.Key)] = r.Value
 		}
 	}
 	return nil

@@ -109,19 +109,6 @@ func (m *Manager) Forget(group string) {
 	}
 }
 
-// Describe is the in-memory SPSO of a share-partition in use.
-func (m *Manager) Describe(k sharestate.Key) (int64, bool) {
-	m.mu.Lock()
-	sp := m.parts[k]
-	m.mu.Unlock()
-	if sp == nil {
-		return 0, false
-	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	return sp.start, sp.loaded
-}
-
 // ReleaseMember releases what member holds in group's share-partitions
 // and closes its session (it left the group or was fenced).
 func (m *Manager) ReleaseMember(group, member string) {
