@@ -139,7 +139,7 @@ func ValidateGroupConfig(name, value string) string {
 					return ""
 				}
 			}
-			return bad("String must be one of: latest, earliest, by_duration:PnDTnHnMn.nS")
+			return bad("Invalid value `" + value + "` for configuration " + name + ". The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 		}
 		for _, a := range d.Allowed {
 			if v == a {
@@ -157,6 +157,8 @@ type GroupConfigs struct {
 	byID map[string]map[string]string
 	fsys vfs.FS
 	path string // "" : not persisted
+	// bounds are the broker's bounds of an INT config (ok false: none).
+	bounds func(name string) (lo, hi int64, ok bool)
 }
 
 // newGroupConfigs loads the overrides from dir ("" : in memory only).
@@ -216,6 +218,9 @@ func (gc *GroupConfigs) Alter(group string, update func(cur map[string]string) (
 		if m := ValidateGroupConfig(k, next[k]); m != "" {
 			return m, nil
 		}
+		if m := gc.checkBounds(k, next[k]); m != "" {
+			return m, nil
+		}
 	}
 	if validateOnly {
 		return "", nil
@@ -240,6 +245,50 @@ func (gc *GroupConfigs) Alter(group string, update func(cur map[string]string) (
 	return "", nil
 }
 
+// checkBounds checks an INT value against the broker's bounds, as Kafka
+// 4.3's GroupConfig.validate.
+func (gc *GroupConfigs) checkBounds(name, value string) string {
+	if gc.bounds == nil {
+		return ""
+	}
+	lo, hi, ok := gc.bounds(name)
+	if !ok {
+		return ""
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	kind, rest, _ := strings.Cut(name, ".")
+	switch {
+	case n > hi:
+		return name + " must be less than or equal to group." + kind + ".max." + rest
+	case n < lo:
+		return name + " must be greater than or equal to group." + kind + ".min." + rest
+	}
+	return ""
+}
+
+// groupConfigBounds are the broker's bounds of the bounded group configs.
+func (c *Coordinator) groupConfigBounds(name string) (lo, hi int64, ok bool) {
+	cfg := c.cfg
+	d := func(a, b time.Duration) (int64, int64, bool) { return a.Milliseconds(), b.Milliseconds(), true }
+	switch name {
+	case ConsumerSessionTimeoutConfig:
+		return d(cfg.ConsumerMinSessionTimeout, cfg.ConsumerMaxSessionTimeout)
+	case ConsumerHeartbeatIntervalConfig:
+		return d(cfg.ConsumerMinHeartbeatInterval, cfg.ConsumerMaxHeartbeatInterval)
+	case ShareSessionTimeoutConfig:
+		return d(cfg.ShareMinSessionTimeout, cfg.ShareMaxSessionTimeout)
+	case ShareHeartbeatIntervalConfig:
+		return d(cfg.ShareMinHeartbeatInterval, cfg.ShareMaxHeartbeatInterval)
+	case ShareRecordLockDurationConfig:
+		return d(cfg.ShareMinRecordLockDuration, cfg.ShareMaxRecordLockDuration)
+	case ShareDeliveryCountLimitConfig:
+		return int64(cfg.ShareMinDeliveryCountLimit), int64(cfg.ShareMaxDeliveryCountLimit), true
+	case SharePartitionMaxRecordLocksCfg:
+		return int64(cfg.ShareMinPartitionMaxRecordLocks), int64(cfg.ShareMaxPartitionMaxRecordLocks), true
+	}
+	return 0, 0, false
+}
+
 // Delete drops group's overrides (DeleteGroups).
 func (gc *GroupConfigs) Delete(group string) {
 	_, _ = gc.Alter(group, func(map[string]string) (map[string]string, string) { return nil, "" }, false)
@@ -249,6 +298,8 @@ func (gc *GroupConfigs) Delete(group string) {
 type GroupConfigValue struct {
 	Def   GroupConfigDef
 	Value string
+	// Default is the value it falls back to (the broker's).
+	Default string
 	// Set: the group overrides it (DYNAMIC_GROUP_CONFIG); else the
 	// broker's value.
 	Set bool
@@ -263,11 +314,12 @@ func (c *Coordinator) DescribeGroupConfigs(group string) []GroupConfigValue {
 	set := c.groupCfgs.Get(group)
 	out := make([]GroupConfigValue, 0, len(GroupConfigDefs))
 	for _, d := range GroupConfigDefs {
+		def := c.brokerGroupDefault(d.Name)
 		v, ok := set[d.Name]
 		if !ok {
-			v = c.brokerGroupDefault(d.Name)
+			v = def
 		}
-		out = append(out, GroupConfigValue{Def: d, Value: v, Set: ok})
+		out = append(out, GroupConfigValue{Def: d, Value: v, Default: def, Set: ok})
 	}
 	return out
 }

@@ -56,13 +56,22 @@ func TestGroupConfigsApplied(t *testing.T) {
 			t.Fatalf("alter: %s %v", msg, err)
 		}
 	}
-	set("sg", map[string]string{"share.heartbeat.interval.ms": "7000", "share.record.lock.duration.ms": "90000", "share.isolation.level": "read_committed"})
-	set("cg", map[string]string{"consumer.heartbeat.interval.ms": "1"})
+	set("sg", map[string]string{"share.heartbeat.interval.ms": "7000", "share.record.lock.duration.ms": "20000", "share.isolation.level": "read_committed"})
+	set("cg", map[string]string{"consumer.heartbeat.interval.ms": "6000"})
+	for k, v := range map[string]string{"share.delivery.count.limit": "1", "share.record.lock.duration.ms": "90000"} {
+		if msg, _ := e.c.GroupConfigs().Alter("sg", func(cur map[string]string) (map[string]string, string) {
+			cur[k] = v
+			return cur, ""
+		}, false); msg == "" {
+			t.Fatalf("%s=%s accepted", k, v)
+		}
+	}
+	// Outside the broker's bounds: Kafka 4.3's message.
 	if msg, _ := e.c.GroupConfigs().Alter("sg", func(cur map[string]string) (map[string]string, string) {
-		cur["share.delivery.count.limit"] = "1"
+		cur["share.record.lock.duration.ms"] = "90000"
 		return cur, ""
-	}, false); msg == "" {
-		t.Fatal("invalid value accepted")
+	}, false); msg != "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms" {
+		t.Fatalf("message %q", msg)
 	}
 	e.restart()
 	r := kmsg.NewPtrShareGroupHeartbeatRequest()
@@ -72,7 +81,7 @@ func TestGroupConfigsApplied(t *testing.T) {
 		t.Fatalf("share heartbeat interval %d", resp.HeartbeatIntervalMillis)
 	}
 	s := e.c.shareSettings("sg")
-	if s.LockDuration != e.cfg.ShareMaxRecordLockDuration || s.Isolation != 1 || s.DeliveryLimit != 5 {
+	if s.LockDuration.Milliseconds() != 20000 || s.Isolation != 1 || s.DeliveryLimit != 5 {
 		t.Fatalf("share settings %+v", s)
 	}
 	if v := e.c.DescribeGroupConfigs("sg"); len(v) != len(GroupConfigDefs) {
@@ -82,7 +91,7 @@ func TestGroupConfigsApplied(t *testing.T) {
 	c.SetVersion(1)
 	c.Group, c.MemberID, c.RebalanceTimeoutMillis, c.SubscribedTopicNames, c.Topics = "cg", "m", 1000, []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	resp := e.c.ConsumerGroupHeartbeat(context.Background(), c, ClientInfo{})
-	if resp.ErrorCode != 0 || resp.HeartbeatIntervalMillis != int32(e.cfg.ConsumerMinHeartbeatInterval.Milliseconds()) {
+	if resp.ErrorCode != 0 || resp.HeartbeatIntervalMillis != 6000 {
 		t.Fatalf("consumer heartbeat: %d interval %d", resp.ErrorCode, resp.HeartbeatIntervalMillis)
 	}
 }

@@ -75,7 +75,7 @@ func (c *Coordinator) ShareGroupDescribe(ctx context.Context, groupID string) km
 	d := kmsg.NewShareGroupDescribeResponseGroup()
 	d.GroupID, d.AuthorizedOperations = groupID, -2147483648
 	notFound := func(msg string) kmsg.ShareGroupDescribeResponseGroup {
-		d.ErrorCode, d.ErrorMessage, d.GroupState = kerr.GroupIDNotFound.Code, &msg, "Dead"
+		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		d.Members = []kmsg.ShareGroupDescribeResponseGroupMember{}
 		return d
 	}
@@ -117,15 +117,15 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, version int
 		}
 	})
 	if !found || !isShare {
-		if c.isClosed() {
+		switch {
+		case c.isClosed():
 			out.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return out
+		case found:
+			msg := "Group " + rg.GroupID + " is not a share group."
+			out.ErrorCode, out.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		}
-		msg := "Group " + rg.GroupID + " not found."
-		if found {
-			msg = "Group " + rg.GroupID + " is not a share group."
-		}
-		out.ErrorCode, out.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		// A group we do not have has no share state: nothing to list, no
+		// error (as Kafka 4.3 answers).
 		return out
 	}
 	type req struct {
@@ -177,6 +177,8 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, version int
 	}
 	return out
 }
+
+var unknownPartitionMsg = "This server does not host this topic-partition."
 
 // persistErrorCode is the Kafka code of a persister failure.
 func persistErrorCode(err error) int16 {
@@ -242,7 +244,7 @@ func (g *group) alterShareOffsets(req *kmsg.AlterShareGroupOffsetsRequest, resp 
 			op.Partition = rp.Partition
 			switch {
 			case t == nil || t.Internal || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				op.ErrorCode, op.ErrorMessage = kerr.UnknownTopicOrPartition.Code, &unknownPartitionMsg
 			case rp.StartOffset < -1:
 				op.ErrorCode = kerr.InvalidRequest.Code
 			default:

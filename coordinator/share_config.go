@@ -66,6 +66,7 @@ func (c *Coordinator) initShare() error {
 	if err != nil {
 		return err
 	}
+	gc.bounds = c.groupConfigBounds
 	c.groupCfgs = gc
 	c.persister = c.cfg.SharePersister
 	if c.persister == nil {

@@ -119,7 +119,11 @@ func (g *group) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, client Clie
 			return nil, hbErr(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of "+itoa(g.c.cfg.ShareMaxSize)+" members.")
 		}
 	} else if req.MemberEpoch != m.epoch && req.MemberEpoch != 0 {
-		return nil, hbErr(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch ("+itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+"). The member must abandon all its partitions and rejoin.")
+		rel := "smaller"
+		if req.MemberEpoch > m.epoch {
+			rel = "greater"
+		}
+		return nil, hbErr(kerr.FencedMemberEpoch, "The share group member has a "+rel+" member epoch ("+itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+"). The member must abandon all its partitions and rejoin.")
 	}
 	snap := sg.snapshot()
 	nm := &sgMember{id: req.MemberID, assigned: partSet{}}

@@ -45,8 +45,13 @@ func handleDescribeGroups(s *Server, r *Request) (kmsg.Response, error) {
 			d.AuthorizedOperations = groupAuthorizedOperations
 		}
 		if !found && r.Version >= 6 {
-			msg := "Group " + id + " not found."
-			d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+			if d.ErrorMessage == nil {
+				msg := "Group " + id + " not found."
+				d.ErrorMessage = &msg
+			}
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+		} else if !found {
+			d.ErrorMessage = nil
 		}
 		resp.Groups = append(resp.Groups, d)
 	}

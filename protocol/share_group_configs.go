@@ -35,13 +35,12 @@ func (s *Server) describeGroupConfigs(name string, want func(string) bool, synon
 		c.Value = &value
 		c.ConfigType = kmsg.ConfigType(v.Def.Type)
 		c.Source = configSourceDefault
-		if v.Def.Broker {
-			c.Source = configSourceStaticBroker
-		}
 		if v.Set {
 			c.Source = configSourceDynamicGroup
 		}
 		if synonyms {
+			// As Kafka 4.3: the group's value, then the default it falls
+			// back to, under its broker synonym's name if it has one.
 			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
 			if v.Set {
 				sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -49,6 +48,13 @@ func (s *Server) describeGroupConfigs(name string, want func(string) bool, synon
 				sy.Name, sy.Value, sy.Source = v.Def.Name, &x, configSourceDynamicGroup
 				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
 			}
+			sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			x := v.Default
+			sy.Name, sy.Value, sy.Source = v.Def.Name, &x, configSourceDefault
+			if v.Def.Broker {
+				sy.Name = "group." + v.Def.Name
+			}
+			c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
 		}
 		if docs {
 			doc := v.Def.Doc
