@@ -6,7 +6,9 @@ package protocol
 // coordinator/sharefetch): a share session per member (epoch 0 opens it
 // with the partitions listed, a positive epoch must be the session's and
 // adds and forgets partitions, -1 closes it: acknowledgements only, then
-// what the member holds is released), the piggybacked acknowledgements
+// what the member holds is released; a session also ends, releasing what
+// its member holds, when the connection that opened it closes, as Kafka's
+// disconnect listener), the piggybacked acknowledgements
 // applied first (each partition's AcknowledgeErrorCode), then records
 // acquired for the member from the session's partitions (released or
 // timed-out records first, then new ones), up to MaxRecords and MaxBytes

@@ -53,6 +53,16 @@ type session struct {
 	parts map[tidp]struct{}
 	order []tidp // insertion order, for the round-robin start
 	next  int
+	done  chan struct{} // closed when the session is removed or replaced
+}
+
+// endLocked ends s: its disconnect watcher returns. REQUIRES: m.mu held.
+func (s *session) endLocked() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
 }
 
 // NewManager returns an empty manager.
@@ -113,7 +123,10 @@ func (m *Manager) Forget(group string) {
 // and closes its session (it left the group or was fenced).
 func (m *Manager) ReleaseMember(group, member string) {
 	m.mu.Lock()
-	delete(m.sessions, sessionKey{group, member})
+	if s := m.sessions[sessionKey{group, member}]; s != nil {
+		s.endLocked()
+		delete(m.sessions, sessionKey{group, member})
+	}
 	var sps []*SharePartition
 	for k, sp := range m.parts {
 		if k.GroupID == group {
@@ -144,12 +157,16 @@ func (m *Manager) sessionFor(key sessionKey, epoch int32, newParts, forget []tid
 		if s == nil && len(m.sessions) >= m.cfg.MaxSessions {
 			return nil, kerr.ShareSessionLimitReached.Code
 		}
-		s = &session{parts: map[tidp]struct{}{}}
+		if s != nil {
+			s.endLocked()
+		}
+		s = &session{parts: map[tidp]struct{}{}, done: make(chan struct{})}
 		m.sessions[key] = s
 	case epoch == -1:
 		if s == nil {
 			return nil, kerr.ShareSessionNotFound.Code
 		}
+		s.endLocked()
 		delete(m.sessions, key)
 		return s, 0
 	case epoch < -1:
@@ -280,6 +297,11 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	if code != 0 {
 		return fail(code)
 	}
+	if req.ShareSessionEpoch == 0 && ctx.Done() != nil {
+		// As Kafka's connection disconnect listener: the session lives
+		// as long as the connection that opened it.
+		go m.dropOnDisconnect(ctx, key, sess)
+	}
 
 	out := newFetchResponse(resp, m.cfg.NodeID)
 	for _, t := range req.Topics {
@@ -303,6 +325,27 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	parts := m.sessionParts(sess)
 	m.fetchInto(ctx, out, group, member, parts, req, settings)
 	return out.finish()
+}
+
+// dropOnDisconnect removes the session (if it is still key's) and
+// releases what the member holds in it once ctx, the connection that
+// opened it, ends.
+func (m *Manager) dropOnDisconnect(ctx context.Context, key sessionKey, s *session) {
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+		return
+	}
+	m.mu.Lock()
+	mine := m.sessions[key] == s
+	if mine {
+		s.endLocked()
+		delete(m.sessions, key)
+	}
+	m.mu.Unlock()
+	if mine {
+		m.releaseSession(key.group, key.member, s, m.cfg.Settings(key.group))
+	}
 }
 
 // releaseSession releases what member holds in the partitions of a closed
