@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -312,5 +313,54 @@ func TestShareGroupsListedAndDeleted(t *testing.T) {
 	dg.Groups = []string{f.group}
 	if r := w.roundTrip(dg).(*kmsg.DescribeGroupsResponse); r.Groups[0].State != "Dead" {
 		t.Fatalf("describe: %+v", r.Groups[0])
+	}
+}
+
+// TestShareFetchLongPoll: a ShareFetch with nothing to acquire waits, and
+// an append wakes it with the new records (the clock does not move: only
+// the append can end the wait).
+func TestShareFetchLongPoll(t *testing.T) {
+	b := startBroker(t, nil)
+	w := dialWire(t, b.addr)
+	f := newShareFixture(t, b, w, "sflp", 0)
+	f.join(t, w, "m1")
+	fw := dialWire(t, b.addr)
+	done := make(chan *kmsg.ShareFetchResponse, 1)
+	go func() {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.SetVersion(2)
+		member := "m1"
+		req.GroupID, req.MemberID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = &f.group, &member, 60000, 1, 1<<20, 10
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: f.topic.ID, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+		done <- fw.roundTrip(req).(*kmsg.ShareFetchResponse)
+	}()
+	b.clock.WaitForTimers(1) // the poll is waiting
+	p := onlyProducePartition(t, w.roundTrip(produceReq(9, f.topic.Name, f.topic.ID, 0, testBatch(t, recordbatch.None, b.nowMs()))))
+	if p.ErrorCode != 0 {
+		t.Fatal(p.ErrorCode)
+	}
+	sp := onlySharePartition(t, <-done)
+	if len(sp.AcquiredRecords) != 1 || sp.AcquiredRecords[0].FirstOffset != 0 {
+		t.Fatalf("woken fetch: %+v", sp)
+	}
+}
+
+// TestShareSessionLimit: group.share.max.share.sessions bounds the share
+// sessions; a closed session makes room.
+func TestShareSessionLimit(t *testing.T) {
+	b := startBrokerTuned(t, nil, nil, func(c *coordinator.Config) { c.ShareMaxShareSessions = 1 })
+	w := dialWire(t, b.addr)
+	f := newShareFixture(t, b, w, "ssl", 1)
+	onlySharePartition(t, f.fetch(w, 2, "m1", 0, nil))
+	if r := f.fetch(w, 2, "m2", 0, nil); r.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("second session: %d", r.ErrorCode)
+	}
+	// m1's final fetch closes its session and releases its record.
+	if r := f.fetch(w, 2, "m1", -1, nil); r.ErrorCode != 0 {
+		t.Fatalf("closing: %d", r.ErrorCode)
+	}
+	p := onlySharePartition(t, f.fetch(w, 2, "m2", 0, nil))
+	if len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].DeliveryCount != 2 {
+		t.Fatalf("after close: %+v", p)
 	}
 }
