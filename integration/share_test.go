@@ -160,3 +160,58 @@ func TestShareGroupConsumerCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupPoisonRecordArchived: a record released at every delivery
+// is archived after share.delivery.count.limit deliveries; the records
+// after it are delivered and the share-partition start offset passes it.
+func TestShareGroupPoisonRecordArchived(t *testing.T) {
+	b := startBroker(t, "", shareConfigs...)
+	const topic, group = "share-poison", "share-poison-group"
+	b.createTopic(t, topic, 1, nil)
+	prod := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic))...)
+	for _, k := range []string{"poison", "good"} {
+		if err := prod.ProduceSync(context.Background(), &kgo.Record{Key: []byte(k)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	setGroupConfig(t, prod, group, "share.delivery.count.limit", "3")
+	cl := b.newClient(t, kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var poisonCounts []int32
+	good := false
+	for !good && ctx.Err() == nil {
+		for _, r := range cl.PollFetches(ctx).Records() {
+			if string(r.Key) == "poison" {
+				poisonCounts = append(poisonCounts, r.DeliveryCount())
+				r.Ack(kgo.AckRelease)
+				continue
+			}
+			// Keep the good record until the poison one is archived, so
+			// the start offset can only move past both at once.
+			if len(poisonCounts) < 3 {
+				r.Ack(kgo.AckRelease)
+				continue
+			}
+			good = true
+			r.Ack(kgo.AckAccept)
+		}
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !good || len(poisonCounts) != 3 || poisonCounts[0] != 1 || poisonCounts[2] != 3 {
+		t.Fatalf("good delivered %v; poison deliveries %v, want counts 1..3", good, poisonCounts)
+	}
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.SetVersion(1)
+	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Groups[0].Topics[0].Partitions[0]; p.StartOffset != 2 || p.Lag != 0 {
+		t.Fatalf("share-partition %+v, want start offset 2, lag 0", p)
+	}
+}
