@@ -178,6 +178,14 @@ type Config struct {
 	// (group.consumer.migration.policy: bidirectional, the default,
 	// upgrade, downgrade or disabled).
 	ConsumerGroupMigrationPolicy string
+	// Share groups (KIP-932), group.share.*: see shareProperties.
+	ShareGroupSessionTimeoutMs, ShareGroupMinSessionTimeoutMs, ShareGroupMaxSessionTimeoutMs                      int32
+	ShareGroupHeartbeatIntervalMs, ShareGroupMinHeartbeatIntervalMs, ShareGroupMaxHeartbeatIntervalMs             int32
+	ShareGroupMaxSize                                                                                             int32
+	ShareGroupRecordLockDurationMs, ShareGroupMinRecordLockDurationMs, ShareGroupMaxRecordLockDurationMs          int32
+	ShareGroupDeliveryCountLimit, ShareGroupMinDeliveryCountLimit, ShareGroupMaxDeliveryCountLimit                int32
+	ShareGroupPartitionMaxRecordLocks, ShareGroupMinPartitionMaxRecordLocks, ShareGroupMaxPartitionMaxRecordLocks int32
+	ShareGroupMaxShareSessions                                                                                    int32
 	// GroupCoordinatorRebalanceProtocols are the group protocols served
 	// (group.coordinator.rebalance.protocols, a list; default
 	// classic,consumer,streams; classic is required). Without consumer,
@@ -761,6 +769,108 @@ var properties = []property{
 		field: func(c *Config) any { return &c.GroupCoordinatorRebalanceProtocols },
 		check: checkRebalanceProtocols,
 		note:  "without consumer, KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION; classic is required",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
+			Doc: "The timeout to detect client failures when using the share group protocol."},
+		field: func(c *Config) any { return &c.ShareGroupSessionTimeoutMs },
+		note:  "session timeout of share group members, ms (share.session.timeout.ms overrides it per group)",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.min.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
+			Doc: "The minimum allowed session timeout for share group members."},
+		field: func(c *Config) any { return &c.ShareGroupMinSessionTimeoutMs },
+		note:  "lower bound of share.session.timeout.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.session.timeout.ms", Type: configdef.Int, Default: "60000", Range: configdef.AtLeast(1),
+			Doc: "The maximum allowed session timeout for share group members."},
+		field: func(c *Config) any { return &c.ShareGroupMaxSessionTimeoutMs },
+		note:  "upper bound of share.session.timeout.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.heartbeat.interval.ms", Type: configdef.Int, Default: "5000", Range: configdef.AtLeast(1),
+			Doc: "The heartbeat interval given to the members of a share group."},
+		field: func(c *Config) any { return &c.ShareGroupHeartbeatIntervalMs },
+		note:  "heartbeat interval of share group members, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.min.heartbeat.interval.ms", Type: configdef.Int, Default: "5000", Range: configdef.AtLeast(1),
+			Doc: "The minimum heartbeat interval for share group members."},
+		field: func(c *Config) any { return &c.ShareGroupMinHeartbeatIntervalMs },
+		note:  "lower bound of share.heartbeat.interval.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.heartbeat.interval.ms", Type: configdef.Int, Default: "15000", Range: configdef.AtLeast(1),
+			Doc: "The maximum heartbeat interval for share group members."},
+		field: func(c *Config) any { return &c.ShareGroupMaxHeartbeatIntervalMs },
+		note:  "upper bound of share.heartbeat.interval.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.size", Type: configdef.Int, Default: "200", Range: configdef.AtLeast(1),
+			Doc: "The maximum number of members that a single share group can accommodate."},
+		field: func(c *Config) any { return &c.ShareGroupMaxSize },
+		note:  "most members in one share group",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.record.lock.duration.ms", Type: configdef.Int, Default: "30000", Range: configdef.AtLeast(1000),
+			Doc: "The record acquisition lock duration in milliseconds for share groups."},
+		field: func(c *Config) any { return &c.ShareGroupRecordLockDurationMs },
+		note:  "how long an acquired record stays locked to its member, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.min.record.lock.duration.ms", Type: configdef.Int, Default: "15000", Range: configdef.AtLeast(1000),
+			Doc: "The record acquisition lock minimum duration in milliseconds for share groups."},
+		field: func(c *Config) any { return &c.ShareGroupMinRecordLockDurationMs },
+		note:  "lower bound of share.record.lock.duration.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.record.lock.duration.ms", Type: configdef.Int, Default: "60000", Range: configdef.AtLeast(1000),
+			Doc: "The record acquisition lock maximum duration in milliseconds for share groups."},
+		field: func(c *Config) any { return &c.ShareGroupMaxRecordLockDurationMs },
+		note:  "upper bound of share.record.lock.duration.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.delivery.count.limit", Type: configdef.Int, Default: "5", Range: configdef.AtLeast(2),
+			Doc: "The maximum number of delivery attempts for a record delivered to a share group."},
+		field: func(c *Config) any { return &c.ShareGroupDeliveryCountLimit },
+		note:  "deliveries after which a record is archived",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.min.delivery.count.limit", Type: configdef.Int, Default: "2", Range: configdef.AtLeast(2),
+			Doc: "The minimum value of the delivery count limit."},
+		field: func(c *Config) any { return &c.ShareGroupMinDeliveryCountLimit },
+		note:  "lower bound of share.delivery.count.limit",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.delivery.count.limit", Type: configdef.Int, Default: "10", Range: configdef.AtLeast(2),
+			Doc: "The maximum value of the delivery count limit."},
+		field: func(c *Config) any { return &c.ShareGroupMaxDeliveryCountLimit },
+		note:  "upper bound of share.delivery.count.limit",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.partition.max.record.locks", Type: configdef.Int, Default: "2000", Range: configdef.AtLeast(100),
+			Doc: "Share-group record lock limit per share-partition."},
+		field: func(c *Config) any { return &c.ShareGroupPartitionMaxRecordLocks },
+		note:  "records in flight per share-partition",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.min.partition.max.record.locks", Type: configdef.Int, Default: "100", Range: configdef.AtLeast(100),
+			Doc: "The minimum value of the per share-partition record lock limit."},
+		field: func(c *Config) any { return &c.ShareGroupMinPartitionMaxRecordLocks },
+		note:  "lower bound of share.partition.max.record.locks",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.partition.max.record.locks", Type: configdef.Int, Default: "4000", Range: configdef.AtLeast(100),
+			Doc: "The maximum value of the per share-partition record lock limit."},
+		field: func(c *Config) any { return &c.ShareGroupMaxPartitionMaxRecordLocks },
+		note:  "upper bound of share.partition.max.record.locks",
+	},
+	{
+		Def: configdef.Def{Name: "group.share.max.share.sessions", Type: configdef.Int, Default: "2000", Range: configdef.AtLeast(1),
+			Doc: "The maximum number of share sessions per broker."},
+		field: func(c *Config) any { return &c.ShareGroupMaxShareSessions },
+		note:  "share sessions (ShareFetch) kept at once",
 	},
 	{
 		Def: configdef.Def{Name: "offsets.retention.minutes", Type: configdef.Int, Default: "10080", Range: configdef.AtLeast(1),

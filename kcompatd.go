@@ -35,6 +35,7 @@ import (
 
 	"github.com/kcompatd/kcompatd/cleaner"
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/internal/configdef"
 	"github.com/kcompatd/kcompatd/partition"
@@ -52,9 +53,11 @@ type Broker struct {
 	lnOf   map[net.Listener]*protocol.Listener
 	server *protocol.Server
 	groups *coordinator.Coordinator
-	txns   *coordinator.TxnCoordinator
-	store  *partition.Store
-	dir    string // the data dir
+	// shareState is the share coordinator (__share_group_state).
+	shareState *sharestate.Coordinator
+	txns       *coordinator.TxnCoordinator
+	store      *partition.Store
+	dir        string // the data dir
 	// cleaner compacts and applies retention in the background.
 	cleaner *cleaner.Cleaner
 	// faults are the fault-injection rules (admin_http.go); admin is the
@@ -196,25 +199,56 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		log.Info().Int("acls", len(store.ACLs())).Msg("authorizer enabled")
 	}
 
+	// The share coordinator first: the group coordinator initializes and
+	// reads share-partition state through it.
+	shareState, err := sharestate.New(shareStateConfig(cfg), store, clk, log)
+	if err != nil {
+		store.Close()
+		closeListeners()
+		return nil, fmt.Errorf("kcompatd: loading share group state: %w", err)
+	}
+
+	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
 	groups, err := coordinator.New(coordinator.Config{
-		InitialRebalanceDelay:         time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
-		MinSessionTimeout:             time.Duration(cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
-		MaxSessionTimeout:             time.Duration(cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
-		MaxGroupSize:                  int(cfg.GroupMaxSize),
-		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
-		OffsetsRetention:              time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
-		OffsetsRetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
-		OffsetMetadataMaxBytes:        int(cfg.OffsetMetadataMaxBytes),
-		ConsumerSessionTimeout:        time.Duration(cfg.ConsumerGroupSessionTimeoutMs) * time.Millisecond,
-		ConsumerHeartbeatInterval:     time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
-		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
-		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
-		ConsumerMigrationPolicy:       cfg.ConsumerGroupMigrationPolicy,
-		DisableConsumerProtocol:       !slices.Contains(configdef.SplitList(cfg.GroupCoordinatorRebalanceProtocols), "consumer"),
-		Clock:                         clk,
-		Logger:                        log,
+		InitialRebalanceDelay:           time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
+		MinSessionTimeout:               time.Duration(cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
+		MaxSessionTimeout:               time.Duration(cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		MaxGroupSize:                    int(cfg.GroupMaxSize),
+		OffsetsTopicPartitions:          cfg.OffsetsTopicNumPartitions,
+		OffsetsRetention:                time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+		OffsetsRetentionCheckInterval:   time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+		OffsetMetadataMaxBytes:          int(cfg.OffsetMetadataMaxBytes),
+		ConsumerSessionTimeout:          time.Duration(cfg.ConsumerGroupSessionTimeoutMs) * time.Millisecond,
+		ConsumerHeartbeatInterval:       time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
+		ConsumerMaxSize:                 int(cfg.ConsumerGroupMaxSize),
+		ConsumerAssignors:               configdef.SplitList(cfg.ConsumerGroupAssignors),
+		ConsumerMigrationPolicy:         cfg.ConsumerGroupMigrationPolicy,
+		DisableConsumerProtocol:         !slices.Contains(configdef.SplitList(cfg.GroupCoordinatorRebalanceProtocols), "consumer"),
+		NodeID:                          cfg.NodeID,
+		ShareSessionTimeout:             ms(cfg.ShareGroupSessionTimeoutMs),
+		ShareMinSessionTimeout:          ms(cfg.ShareGroupMinSessionTimeoutMs),
+		ShareMaxSessionTimeout:          ms(cfg.ShareGroupMaxSessionTimeoutMs),
+		ShareHeartbeatInterval:          ms(cfg.ShareGroupHeartbeatIntervalMs),
+		ShareMinHeartbeatInterval:       ms(cfg.ShareGroupMinHeartbeatIntervalMs),
+		ShareMaxHeartbeatInterval:       ms(cfg.ShareGroupMaxHeartbeatIntervalMs),
+		ShareMaxSize:                    int(cfg.ShareGroupMaxSize),
+		ShareRecordLockDuration:         ms(cfg.ShareGroupRecordLockDurationMs),
+		ShareMinRecordLockDuration:      ms(cfg.ShareGroupMinRecordLockDurationMs),
+		ShareMaxRecordLockDuration:      ms(cfg.ShareGroupMaxRecordLockDurationMs),
+		ShareDeliveryCountLimit:         int(cfg.ShareGroupDeliveryCountLimit),
+		ShareMinDeliveryCountLimit:      int(cfg.ShareGroupMinDeliveryCountLimit),
+		ShareMaxDeliveryCountLimit:      int(cfg.ShareGroupMaxDeliveryCountLimit),
+		SharePartitionMaxRecordLocks:    int(cfg.ShareGroupPartitionMaxRecordLocks),
+		ShareMinPartitionMaxRecordLocks: int(cfg.ShareGroupMinPartitionMaxRecordLocks),
+		ShareMaxPartitionMaxRecordLocks: int(cfg.ShareGroupMaxPartitionMaxRecordLocks),
+		ShareMaxShareSessions:           int(cfg.ShareGroupMaxShareSessions),
+		GroupConfigDir:                  store.Dir(),
+		SharePersister:                  shareState,
+		Clock:                           clk,
+		Logger:                          log,
 	}, store)
 	if err != nil {
+		shareState.Close()
 		store.Close()
 		closeListeners()
 		return nil, fmt.Errorf("kcompatd: loading groups: %w", err)
@@ -234,6 +268,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	}, store, groups)
 	if err != nil {
 		groups.Close()
+		shareState.Close()
 		store.Close()
 		closeListeners()
 		return nil, fmt.Errorf("kcompatd: loading transactions: %w", err)
@@ -272,6 +307,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err != nil {
 		txns.Close()
 		groups.Close()
+		shareState.Close()
 		store.Close()
 		closeListeners()
 		return nil, fmt.Errorf("kcompatd: %w", err)
@@ -297,6 +333,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		lnOf:       lnOf,
 		server:     server,
 		groups:     groups,
+		shareState: shareState,
 		txns:       txns,
 		store:      store,
 		dir:        configdef.SplitList(cfg.LogDirs)[0],
@@ -311,6 +348,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 			server.Close()
 			txns.Close()
 			groups.Close()
+			shareState.Close()
 			store.Close()
 			closeListeners()
 			return nil, err
@@ -507,6 +545,8 @@ func (b *Broker) Close() error {
 		// markers complete.
 		b.txns.Close()
 		b.groups.Close()
+		// After the group coordinator, which writes share state through it.
+		b.shareState.Close()
 		// Before the store: a pass in flight is aborted and its output
 		// removed.
 		b.cleaner.Close()

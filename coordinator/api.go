@@ -310,7 +310,8 @@ func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string, version
 	var d kmsg.DescribeGroupsResponseGroup
 	found := c.onGroup(ctx, groupID, false, func(g *group) { d = g.describe(version) })
 	if !found || d.State == stateDead.String() {
-		return kmsg.DescribeGroupsResponseGroup{Group: groupID, State: stateDead.String(), Members: []kmsg.DescribeGroupsResponseGroupMember{}}, false
+		// A group of another type keeps its message (v6+).
+		return kmsg.DescribeGroupsResponseGroup{Group: groupID, State: stateDead.String(), ErrorMessage: d.ErrorMessage, Members: []kmsg.DescribeGroupsResponseGroupMember{}}, false
 	}
 	return d, true
 }
@@ -346,6 +347,9 @@ func (c *Coordinator) ListGroups(states, types []string) []GroupListing {
 		l := GroupListing{Group: g.id, ProtocolType: s.protocolType, State: s.state.String(), Type: "classic"}
 		if s.consumer != "" {
 			l.ProtocolType, l.State, l.Type = "consumer", s.consumer, "consumer"
+		}
+		if s.share != "" {
+			l.ProtocolType, l.State, l.Type = "share", s.share, "share"
 		}
 		if !match(l.State, states) || !match(l.Type, types) {
 			continue

@@ -475,7 +475,7 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 	prevAssigned := m.assigned.clone()
 	prevEpoch, prevState := m.epoch, m.state
 	g.reconcile(m, owned)
-	m.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
+	m.sessionDeadline = now.Add(g.consumerSessionTimeout())
 	if m.state == memberUnrevokedPartitions {
 		if prevState != memberUnrevokedPartitions || prevEpoch != m.epoch || !prevAssigned.equal(m.assigned) || m.revocationDeadline.IsZero() {
 			m.revocationDeadline = now.Add(m.rebalanceTimeout)
@@ -495,7 +495,7 @@ func (g *group) heartbeatResponse(req *kmsg.ConsumerGroupHeartbeatRequest, m *cg
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{
 		Version:                 req.Version,
 		MemberEpoch:             m.epoch,
-		HeartbeatIntervalMillis: int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond),
+		HeartbeatIntervalMillis: int32(g.consumerHeartbeatInterval() / time.Millisecond),
 	}
 	id := m.id
 	resp.MemberID = &id
@@ -604,7 +604,7 @@ func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.Co
 	}
 	id := m.id
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{Version: req.Version, MemberID: &id, MemberEpoch: req.MemberEpoch,
-		HeartbeatIntervalMillis: int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)}
+		HeartbeatIntervalMillis: int32(g.consumerHeartbeatInterval() / time.Millisecond)}
 	snap := cg.snapshot()
 	if req.MemberEpoch == leaveStaticEpoch {
 		m.previousEpoch, m.epoch = m.epoch, leaveStaticEpoch
@@ -1037,7 +1037,7 @@ func (g *group) cgOnTimer(now time.Time) {
 			m.classic.syncDeadline = time.Time{}
 			g.log.Info().Str("member", m.id).Dur("rebalance_timeout", m.rebalanceTimeout).Msg("classic member failed to sync within the rebalance timeout; fencing it")
 		default:
-			g.log.Info().Str("member", m.id).Dur("session_timeout", g.c.cfg.ConsumerSessionTimeout).Msg("consumer group member session expired; fencing it")
+			g.log.Info().Str("member", m.id).Dur("session_timeout", g.consumerSessionTimeout()).Msg("consumer group member session expired; fencing it")
 		}
 		snap := g.cg.snapshot()
 		if err := g.fenceCGMember(m); err != nil {

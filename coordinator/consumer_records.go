@@ -309,29 +309,7 @@ func (g *group) cgMemberTombstones(memberID string) []recordbatch.Record {
 // writeConsumer appends the records whose value differs from what was
 // last written for their key (a tombstone only for a key written).
 func (g *group) writeConsumer(recs []recordbatch.Record) error {
-	cg := g.cg
-	if cg.written == nil {
-		cg.written = map[string][]byte{}
-	}
-	var out []recordbatch.Record
-	for _, r := range recs {
-		last, ok := cg.written[string(r.Key)]
-		if r.Value == nil && !ok || r.Value != nil && ok && string(last) == string(r.Value) {
-			continue
-		}
-		out = append(out, r)
-	}
-	if err := g.append(out); err != nil {
-		return err
-	}
-	for _, r := range out {
-		if r.Value == nil {
-			delete(cg.written, string(r.Key))
-		} else {
-			cg.written[string(r.Key)] = r.Value
-		}
-	}
-	return nil
+	return g.writeChanged(&g.cg.written, recs)
 }
 
 // consumerMemberRecords are a member's records and the group epoch;
@@ -380,20 +358,7 @@ func (g *group) targetAssignmentRecords() []recordbatch.Record {
 // cgTombstones are the tombstones of every consumer group record written,
 // the group metadata last.
 func (g *group) cgTombstones() []recordbatch.Record {
-	var recs []recordbatch.Record
-	var meta []byte
-	for k := range g.cg.written {
-		if binary.BigEndian.Uint16([]byte(k)) == recConsumerGroupMetadata {
-			meta = []byte(k)
-			continue
-		}
-		recs = append(recs, recordbatch.Record{Key: []byte(k)})
-	}
-	slices.SortFunc(recs, func(a, b recordbatch.Record) int { return slices.Compare(a.Key, b.Key) })
-	if meta != nil {
-		recs = append(recs, recordbatch.Record{Key: meta})
-	}
-	return recs
+	return tombstonesOf(g.cg.written, recConsumerGroupMetadata)
 }
 
 // leaveConsumerGroup turns an empty consumer group back into a classic
@@ -555,7 +520,7 @@ func (g *group) consumerGroupLoaded(lc *loadedConsumer) {
 		for tp := range m.pendingRevocation {
 			cg.owner[tp] = id
 		}
-		m.sessionDeadline = now.Add(g.c.cfg.ConsumerSessionTimeout)
+		m.sessionDeadline = now.Add(g.consumerSessionTimeout())
 		if m.classic != nil {
 			m.sessionDeadline = now.Add(m.classic.sessionTimeout)
 		} else if m.state == memberUnrevokedPartitions {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/coordinator/sharefetch"
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
 	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/partition"
 )
@@ -71,8 +73,39 @@ type Config struct {
 	// without "consumer": ConsumerGroupHeartbeat and
 	// ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka's.
 	DisableConsumerProtocol bool
-	Clock                   clock.Clock // nil: clock.Real{}
-	Logger                  zerolog.Logger
+
+	// Share groups (KIP-932): group.share.session.timeout.ms (default
+	// 45 s) within group.share.min/max.session.timeout.ms (45 s, 60 s);
+	// group.share.heartbeat.interval.ms (5 s) within its min/max (5 s,
+	// 15 s); group.share.max.size (200).
+	ShareSessionTimeout, ShareMinSessionTimeout, ShareMaxSessionTimeout          time.Duration
+	ShareHeartbeatInterval, ShareMinHeartbeatInterval, ShareMaxHeartbeatInterval time.Duration
+	ShareMaxSize                                                                 int
+	// group.share.record.lock.duration.ms (30 s) within its min/max (15 s,
+	// 60 s); group.share.delivery.count.limit (5) within 2..10;
+	// group.share.partition.max.record.locks (2000) within 100..4000;
+	// group.share.max.share.sessions (2000).
+	ShareRecordLockDuration, ShareMinRecordLockDuration, ShareMaxRecordLockDuration                time.Duration
+	ShareDeliveryCountLimit, ShareMinDeliveryCountLimit, ShareMaxDeliveryCountLimit                int
+	SharePartitionMaxRecordLocks, ShareMinPartitionMaxRecordLocks, ShareMaxPartitionMaxRecordLocks int
+	ShareMaxShareSessions                                                                          int
+	// SharePersister keeps the share-partitions' state (the share
+	// coordinator, coordinator/sharestate). Nil: kept in memory, lost on
+	// a restart. The one place the durable store is wired in (kcompatd.go).
+	SharePersister sharestate.Persister
+	// ConsumerMin/MaxSessionTimeout and ConsumerMin/MaxHeartbeatInterval
+	// bound the consumer.* group configs (group.consumer.min/max.*;
+	// default 45 s-60 s and 5 s-15 s).
+	ConsumerMinSessionTimeout, ConsumerMaxSessionTimeout       time.Duration
+	ConsumerMinHeartbeatInterval, ConsumerMaxHeartbeatInterval time.Duration
+	// NodeID is node.id: the leader the share-fetch path names.
+	NodeID int32
+	// GroupConfigDir is where the group config overrides are kept (the
+	// data dir); "" keeps them in memory.
+	GroupConfigDir string
+
+	Clock  clock.Clock // nil: clock.Real{}
+	Logger zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -93,6 +126,28 @@ func DefaultConfig() Config {
 		ConsumerAssignors:             []string{UniformAssignor, RangeAssignor},
 		ConsumerRegexRefreshInterval:  10 * time.Second,
 		ConsumerMigrationPolicy:       MigrationBidirectional,
+
+		ConsumerMinSessionTimeout:       45 * time.Second,
+		ConsumerMaxSessionTimeout:       60 * time.Second,
+		ConsumerMinHeartbeatInterval:    5 * time.Second,
+		ConsumerMaxHeartbeatInterval:    15 * time.Second,
+		ShareSessionTimeout:             45 * time.Second,
+		ShareMinSessionTimeout:          45 * time.Second,
+		ShareMaxSessionTimeout:          60 * time.Second,
+		ShareHeartbeatInterval:          5 * time.Second,
+		ShareMinHeartbeatInterval:       5 * time.Second,
+		ShareMaxHeartbeatInterval:       15 * time.Second,
+		ShareMaxSize:                    200,
+		ShareRecordLockDuration:         30 * time.Second,
+		ShareMinRecordLockDuration:      15 * time.Second,
+		ShareMaxRecordLockDuration:      60 * time.Second,
+		ShareDeliveryCountLimit:         5,
+		ShareMinDeliveryCountLimit:      2,
+		ShareMaxDeliveryCountLimit:      10,
+		SharePartitionMaxRecordLocks:    2000,
+		ShareMinPartitionMaxRecordLocks: 100,
+		ShareMaxPartitionMaxRecordLocks: 4000,
+		ShareMaxShareSessions:           2000,
 	}
 }
 
@@ -145,6 +200,7 @@ func (c Config) withDefaults() Config {
 	default:
 		c.ConsumerMigrationPolicy = d.ConsumerMigrationPolicy
 	}
+	c.shareDefaults(d)
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -169,6 +225,10 @@ type Coordinator struct {
 	wg   sync.WaitGroup
 
 	txnIdx txnIndex // groups with open transactions, by producer id (txn_offsets.go)
+
+	groupCfgs *GroupConfigs        // group config overrides (group_configs.go)
+	persister sharestate.Persister // share-partition state (share groups)
+	share     *sharefetch.Manager  // the share-fetch path
 }
 
 // New returns a coordinator over store, loading every group and committed
@@ -183,6 +243,9 @@ func New(cfg Config, store *partition.Store) (*Coordinator, error) {
 		clock:  cfg.Clock,
 		groups: map[string]*group{},
 		quit:   make(chan struct{}),
+	}
+	if err := c.initShare(); err != nil {
+		return nil, err
 	}
 	loaded, err := c.load()
 	if err != nil {

@@ -113,6 +113,7 @@ type summary struct {
 	state        groupState
 	protocolType string
 	consumer     string // the consumer group state; "" for a classic group
+	share        string // the share group state; "" if not a share group
 }
 
 // group is one group; everything but reqs, done and sum is owned by the
@@ -150,6 +151,8 @@ type group struct {
 	// cg is set while the group is a KIP-848 consumer group
 	// (consumer_group.go); the classic fields then stay Empty.
 	cg *consumerGroup
+	// sg is set while the group is a KIP-932 share group (share_group.go).
+	sg *shareGroup
 
 	// txnOffsets are the pending transactional offset commits by producer
 	// id (txn_offsets.go); a producer with an empty map still has an open
@@ -184,8 +187,12 @@ func (g *group) publish() {
 	if g.cg != nil {
 		consumer = g.cg.state().String()
 	}
-	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer {
-		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer})
+	share := ""
+	if g.sg != nil {
+		share = g.sg.state()
+	}
+	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer || s.share != share {
+		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer, share: share})
 	}
 }
 
@@ -311,6 +318,9 @@ func (g *group) nextDeadline() time.Time {
 	if g.cg != nil {
 		min(g.cgDeadline())
 	}
+	if g.sg != nil {
+		min(g.sgDeadline())
+	}
 	return at
 }
 
@@ -341,6 +351,10 @@ func (g *group) onTimer() {
 	now := g.c.clock.Now()
 	if g.cg != nil {
 		g.cgOnTimer(now)
+		return
+	}
+	if g.sg != nil {
+		g.sgOnTimer(now)
 		return
 	}
 	for id, d := range g.pending {

@@ -299,6 +299,8 @@ func (g *group) deleteGroup() int16 {
 	switch {
 	case g.state == stateDead:
 		return kerr.GroupIDNotFound.Code
+	case g.sg != nil:
+		return g.deleteShareGroup()
 	case g.cg != nil && len(g.cg.members) > 0:
 		return kerr.NonEmptyGroup.Code
 	case g.state != stateEmpty:
@@ -342,6 +344,9 @@ func (g *group) deleteGroup() int16 {
 
 // describe is DescribeGroups' entry for this group.
 func (g *group) describe(version int16) kmsg.DescribeGroupsResponseGroup {
+	if g.sg != nil {
+		return g.describeShareClassic(version)
+	}
 	if g.cg != nil {
 		return g.describeConsumerClassic()
 	}

@@ -218,6 +218,7 @@ type loadedGroup struct {
 	txn map[int64]map[topicPartition]offsetEntry
 	// consumer holds a KIP-848 group's records (consumer_records.go).
 	consumer *loadedConsumer
+	share    *loadedShare
 }
 
 // loader replays __consumer_offsets records, as Kafka's coordinator
@@ -293,7 +294,8 @@ func (c *Coordinator) load() ([]*group, error) {
 	var out []*group
 	for id, lg := range byID {
 		consumer := lg.consumer != nil && lg.consumer.hasMeta
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer {
+		share := lg.share != nil && lg.share.hasMeta
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer && !share {
 			continue
 		}
 		g := newGroup(c, id)
@@ -342,6 +344,9 @@ func (c *Coordinator) load() ([]*group, error) {
 		}
 		if consumer {
 			g.consumerGroupLoaded(lg.consumer)
+		}
+		if share {
+			g.shareGroupLoaded(lg.share)
 		}
 		g.publish()
 		out = append(out, g)
@@ -476,6 +481,9 @@ func (l *loader) record(r recordbatch.Record, recordOffset, producerID int64) {
 			return
 		}
 		l.get(k.Group).meta = &v
+	case recShareGroupMemberMetadata, recShareGroupMetadata, recShareGroupTargetMetadata,
+		recShareGroupTargetMember, recShareGroupCurrentMember, recShareGroupStatePartition:
+		l.shareRecord(r)
 	case recConsumerGroupMetadata, recConsumerGroupMemberMetadata, recConsumerGroupTargetMetadata,
 		recConsumerGroupTargetMember, recConsumerGroupCurrentMember:
 		typ := binary.BigEndian.Uint16(r.Key)

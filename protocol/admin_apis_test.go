@@ -934,8 +934,9 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 				"Invalid update version 0 for feature foo.version. Feature foo.version not found.", 0},
 			{"unknown upgrade type", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, 9)},
 				"Invalid update version 0 for feature group.version. The controller does not support the given upgrade type.", 1},
-			{"first failure wins", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("share.version", 1, upgradeTypeUpgrade)},
-				"Invalid update version 1 for feature share.version. Local controller 1 does not support this feature.", 0},
+			{"first failure wins", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("streams.version", 1, upgradeTypeUpgrade)},
+				"Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature.", 0},
+			{"share.version 1 is already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 1, upgradeTypeUpgrade)}, "", 0},
 			{"finalized levels are already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("transaction.version", 1, upgradeTypeUnsafeDowngrade)}, "", 1},
 			{"level 0 upgrade at v0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("kraft.version", 0, upgradeTypeUpgrade)}, "", 0},
 		} {
@@ -971,9 +972,9 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 		}
 	}
 
-	// ApiVersions still finalizes only transaction.version 1.
+	// ApiVersions still finalizes only share.version 1 and transaction.version 1.
 	av := w.roundTrip(apiVersionsReq(4)).(*kmsg.ApiVersionsResponse)
-	if len(av.SupportedFeatures) != 1 || len(av.FinalizedFeatures) != 1 || av.FinalizedFeatures[0].MaxVersionLevel != 1 || av.FinalizedFeaturesEpoch != 0 {
+	if len(av.SupportedFeatures) != 2 || len(av.FinalizedFeatures) != 2 || av.FinalizedFeatures[0].MaxVersionLevel != 1 || av.FinalizedFeaturesEpoch != 0 {
 		t.Fatalf("features %+v %+v", av.SupportedFeatures, av.FinalizedFeatures)
 	}
 }

@@ -147,6 +147,10 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []c
 		return s.alterTopic(name, ops, incremental, validateOnly)
 	case resourceBroker:
 		return s.alterBroker(name, ops, incremental, validateOnly)
+	case resourceGroup:
+		if incremental {
+			return s.alterGroupConfigs(name, ops, validateOnly)
+		}
 	case resourceBrokerLogger:
 		if incremental {
 			// kcompatd's logger is handed in by the embedder and has no

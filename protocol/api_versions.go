@@ -80,6 +80,9 @@ type featureLevels struct{ min, max, finalized int16 }
 // only.
 var brokerFeatures = map[string]featureLevels{
 	"transaction.version": {min: 1, max: 1, finalized: 1},
+	// share.version 1: share groups (KIP-932), finalized by default as in
+	// Kafka 4.3.1.
+	"share.version": {min: 0, max: 1, finalized: 1},
 }
 
 func sortedFeatureNames() []string {

@@ -140,7 +140,9 @@ func TestDescribeConfigsResources(t *testing.T) {
 		{"cluster default, none set", resourceBroker, "", nil, 0, "", 0},
 		{"logger", resourceBrokerLogger, "1", nil, 0, "", 1},
 		{"logger no id", resourceBrokerLogger, "", nil, kerr.InvalidRequest.Code, "Broker id must not be empty", 0},
-		{"group", resourceGroup, "g", nil, kerr.InvalidRequest.Code, "Unsupported resource type: GROUP", 0},
+		{"group", resourceGroup, "g", nil, 0, "", 17},
+		{"group keys", resourceGroup, "g", []string{"share.auto.offset.reset", "no.such"}, 0, "", 1},
+		{"group no id", resourceGroup, "", nil, kerr.InvalidGroupID.Code, "Group id must not be empty", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := oneDescribed(t, dialWire(t, b.addr).roundTrip(describeConfigsReq(4, tc.typ, tc.resource, tc.keys...)))

@@ -290,6 +290,8 @@ func (s *Server) describeResource(view configView, res kmsg.DescribeConfigsReque
 			c.ReadOnly = true // IncrementalAlterConfigs cannot change it here
 			out = append(out, c)
 		}
+	case resourceGroup:
+		return s.describeGroupConfigs(res.ResourceName, want, synonyms, docs)
 	default:
 		return nil, invalidRequest("Unsupported resource type: %s", resourceTypeName(res.ResourceType))
 	}

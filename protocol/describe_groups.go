@@ -51,8 +51,13 @@ func handleDescribeGroups(s *Server, r *Request) (kmsg.Response, error) {
 			d.AuthorizedOperations = s.authorizedOps(r, authz.ResourceGroup, id)
 		}
 		if !found && r.Version >= 6 {
-			msg := "Group " + id + " not found."
-			d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+			if d.ErrorMessage == nil {
+				msg := "Group " + id + " not found."
+				d.ErrorMessage = &msg
+			}
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+		} else if !found {
+			d.ErrorMessage = nil
 		}
 		resp.Groups = append(resp.Groups, d)
 	}

@@ -294,11 +294,14 @@ func TestApiVersionsAdvertisesTable(t *testing.T) {
 			t.Errorf("key %d advertised but not registered", k)
 		}
 	}
-	// transaction.version 1 only: the classic transaction protocol.
-	if len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].Name != "transaction.version" ||
-		resp.SupportedFeatures[0].MinVersion != 1 || resp.SupportedFeatures[0].MaxVersion != 1 ||
-		len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
-		resp.FinalizedFeatures[0].MinVersionLevel != 1 || resp.FinalizedFeatures[0].MaxVersionLevel != 1 ||
+	// share.version 0-1 finalized at 1 (share groups), transaction.version
+	// 1 only (the classic transaction protocol).
+	if len(resp.SupportedFeatures) != 2 || resp.SupportedFeatures[0].Name != "share.version" ||
+		resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 1 ||
+		resp.SupportedFeatures[1].Name != "transaction.version" ||
+		resp.SupportedFeatures[1].MinVersion != 1 || resp.SupportedFeatures[1].MaxVersion != 1 ||
+		len(resp.FinalizedFeatures) != 2 || resp.FinalizedFeatures[1].Name != "transaction.version" ||
+		resp.FinalizedFeatures[0].MinVersionLevel != 1 || resp.FinalizedFeatures[1].MaxVersionLevel != 1 ||
 		resp.FinalizedFeaturesEpoch != 0 {
 		t.Errorf("features advertised: %+v %+v %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 	}

@@ -1,0 +1,563 @@
+package sharefetch
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
+	"github.com/kcompatd/kcompatd/internal/clock"
+	"github.com/kcompatd/kcompatd/partition"
+)
+
+// Config is what the manager needs.
+type Config struct {
+	Persister sharestate.Persister
+	Store     *partition.Store
+	Clock     clock.Clock
+	// Settings are a group's effective share settings.
+	Settings func(group string) Settings
+	// MaxSessions is group.share.max.share.sessions (default 2000).
+	MaxSessions int
+	NodeID      int32
+}
+
+// Manager is Kafka's SharePartitionManager: the share-partitions in use,
+// created (and their state read) on first use, and the share sessions.
+type Manager struct {
+	cfg Config
+
+	mu       sync.Mutex // guards parts, sessions, avail
+	parts    map[sharestate.Key]*SharePartition
+	sessions map[sessionKey]*session
+	// avail is closed (and replaced) when records become acquirable
+	// again (released, timed out), so waiting fetches look again.
+	avail chan struct{}
+}
+
+type tidp struct {
+	topic     [16]byte
+	partition int32
+}
+
+type sessionKey struct{ group, member string }
+
+// session is a share session (ShareSessionCache): the partitions a
+// member fetches and the epoch its next request must bring.
+type session struct {
+	epoch int32
+	parts map[tidp]struct{}
+	order []tidp // insertion order, for the round-robin start
+	next  int
+	done  chan struct{} // closed when the session is removed or replaced
+}
+
+// endLocked ends s: its disconnect watcher returns. REQUIRES: m.mu held.
+func (s *session) endLocked() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+}
+
+// NewManager returns an empty manager.
+func NewManager(cfg Config) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 2000
+	}
+	return &Manager{cfg: cfg, parts: map[sharestate.Key]*SharePartition{}, sessions: map[sessionKey]*session{}, avail: make(chan struct{})}
+}
+
+func (m *Manager) notifyAvailable() {
+	m.mu.Lock()
+	close(m.avail)
+	m.avail = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// partition returns the share-partition, creating it; code is
+// UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION for a partition we do not
+// have.
+func (m *Manager) partition(group string, tp tidp) (*SharePartition, *partition.Log, int16) {
+	t := m.cfg.Store.TopicByID(tp.topic)
+	if t == nil {
+		return nil, nil, kerr.UnknownTopicID.Code
+	}
+	if tp.partition < 0 || int(tp.partition) >= len(t.Partitions) {
+		return nil, nil, kerr.UnknownTopicOrPartition.Code
+	}
+	log := t.Partitions[tp.partition]
+	k := sharestate.Key{GroupID: group, TopicID: tp.topic, Partition: tp.partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sp := m.parts[k]
+	if sp == nil || sp.log != Log(log) {
+		sp = newSharePartition(k, log, m.cfg.Persister, m.notifyAvailable)
+		m.parts[k] = sp
+	}
+	return sp, log, 0
+}
+
+// Forget drops the in-memory share-partitions of group (its state was
+// reset, altered or deleted through the persister): the next use reads
+// the state again.
+func (m *Manager) Forget(group string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.parts {
+		if k.GroupID == group {
+			delete(m.parts, k)
+		}
+	}
+}
+
+// ReleaseMember releases what member holds in group's share-partitions
+// and closes its session (it left the group or was fenced).
+func (m *Manager) ReleaseMember(group, member string) {
+	m.mu.Lock()
+	if s := m.sessions[sessionKey{group, member}]; s != nil {
+		s.endLocked()
+		delete(m.sessions, sessionKey{group, member})
+	}
+	var sps []*SharePartition
+	for k, sp := range m.parts {
+		if k.GroupID == group {
+			sps = append(sps, sp)
+		}
+	}
+	m.mu.Unlock()
+	s := m.cfg.Settings(group)
+	now := m.cfg.Clock.Now()
+	for _, sp := range sps {
+		sp.ReleaseMember(member, s, now)
+	}
+}
+
+// sessionFor applies the epoch rules of a ShareFetch or ShareAcknowledge
+// (epoch 0 opens a session, -1 closes one, otherwise it must be the
+// session's); the returned session is already moved to its next epoch.
+// newParts are added first (epoch 0: the session's only partitions).
+func (m *Manager) sessionFor(key sessionKey, epoch int32, newParts, forget []tidp, fetch bool) (*session, int16) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[key]
+	switch {
+	case epoch == 0:
+		if !fetch {
+			return nil, kerr.InvalidShareSessionEpoch.Code
+		}
+		if s == nil && len(m.sessions) >= m.cfg.MaxSessions {
+			return nil, kerr.ShareSessionLimitReached.Code
+		}
+		if s != nil {
+			s.endLocked()
+		}
+		s = &session{parts: map[tidp]struct{}{}, done: make(chan struct{})}
+		m.sessions[key] = s
+	case epoch == -1:
+		if s == nil {
+			return nil, kerr.ShareSessionNotFound.Code
+		}
+		s.endLocked()
+		delete(m.sessions, key)
+		return s, 0
+	case epoch < -1:
+		return nil, kerr.InvalidShareSessionEpoch.Code
+	default:
+		if s == nil {
+			return nil, kerr.ShareSessionNotFound.Code
+		}
+		if s.epoch != epoch {
+			return nil, kerr.InvalidShareSessionEpoch.Code
+		}
+	}
+	for _, tp := range newParts {
+		if _, ok := s.parts[tp]; !ok {
+			s.parts[tp] = struct{}{}
+			s.order = append(s.order, tp)
+		}
+	}
+	for _, tp := range forget {
+		if _, ok := s.parts[tp]; ok {
+			delete(s.parts, tp)
+			for i, o := range s.order {
+				if o == tp {
+					s.order = append(s.order[:i], s.order[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	s.epoch++
+	if s.epoch <= 0 {
+		s.epoch = 1 // wraps as Kafka's
+	}
+	return s, 0
+}
+
+// sessionParts is a copy of the session's partitions, starting at its
+// rotating start (so one busy partition does not starve the others).
+func (m *Manager) sessionParts(s *session) []tidp {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(s.order)
+	out := make([]tidp, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, s.order[(s.next+i)%n])
+	}
+	if n > 0 {
+		s.next = (s.next + 1) % n
+	}
+	return out
+}
+
+func ptr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// ackBatches converts the request's acknowledgement batches.
+func fetchAcks(bs []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) []AckBatch {
+	out := make([]AckBatch, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, AckBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, Types: b.AcknowledgeTypes})
+	}
+	return out
+}
+
+func ackAcks(bs []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) []AckBatch {
+	out := make([]AckBatch, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, AckBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, Types: b.AcknowledgeTypes})
+	}
+	return out
+}
+
+// acknowledge applies one partition's acknowledgements.
+func (m *Manager) acknowledge(group, member string, tp tidp, batches []AckBatch, renew bool, s Settings) int16 {
+	sp, _, code := m.partition(group, tp)
+	if code != 0 {
+		return code
+	}
+	return sp.Acknowledge(member, batches, renew, s, m.cfg.Clock.Now())
+}
+
+// ShareFetch serves a ShareFetch: the session's epoch rules, the
+// piggybacked acknowledgements, then records acquired for the member
+// from the session's partitions, waiting up to MaxWait for some.
+func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	fail := func(code int16) *kmsg.ShareFetchResponse {
+		resp.ErrorCode = code
+		return resp
+	}
+	group, member := ptr(req.GroupID), ptr(req.MemberID)
+	if group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	if member == "" {
+		return fail(kerr.UnknownMemberID.Code)
+	}
+	var add, forget []tidp
+	hasAcks := false
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			add = append(add, tidp{t.TopicID, p.Partition})
+			hasAcks = hasAcks || len(p.AcknowledgementBatches) > 0
+		}
+	}
+	for _, t := range req.ForgottenTopicsData {
+		for _, p := range t.Partitions {
+			forget = append(forget, tidp{t.TopicID, p})
+		}
+	}
+	if req.ShareSessionEpoch == 0 && hasAcks {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	if req.IsRenewAck && (req.MaxWaitMillis != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxBytes != 0) {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	settings := m.cfg.Settings(group)
+	resp.AcquisitionLockTimeoutMillis = int32(settings.LockDuration / time.Millisecond)
+	if req.IsRenewAck && !settings.RenewEnabled {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	key := sessionKey{group, member}
+	sess, code := m.sessionFor(key, req.ShareSessionEpoch, add, forget, true)
+	if code != 0 {
+		return fail(code)
+	}
+	if req.ShareSessionEpoch == 0 && ctx.Done() != nil {
+		// As Kafka's connection disconnect listener: the session lives
+		// as long as the connection that opened it.
+		go m.dropOnDisconnect(ctx, key, sess)
+	}
+
+	out := newFetchResponse(resp, m.cfg.NodeID)
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tp := tidp{t.TopicID, p.Partition}
+			rp := out.part(tp)
+			if len(p.AcknowledgementBatches) > 0 {
+				rp.AcknowledgeErrorCode = m.acknowledge(group, member, tp, fetchAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
+			}
+		}
+	}
+	if req.ShareSessionEpoch == -1 {
+		// The final fetch: acknowledgements only, then what the member
+		// still holds is released.
+		m.releaseSession(group, member, sess, settings)
+		return out.finish()
+	}
+	if req.IsRenewAck {
+		return out.finish()
+	}
+	parts := m.sessionParts(sess)
+	m.fetchInto(ctx, out, group, member, parts, req, settings)
+	return out.finish()
+}
+
+// dropOnDisconnect removes the session (if it is still key's) and
+// releases what the member holds in it once ctx, the connection that
+// opened it, ends.
+func (m *Manager) dropOnDisconnect(ctx context.Context, key sessionKey, s *session) {
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+		return
+	}
+	m.mu.Lock()
+	mine := m.sessions[key] == s
+	if mine {
+		s.endLocked()
+		delete(m.sessions, key)
+	}
+	m.mu.Unlock()
+	if mine {
+		m.releaseSession(key.group, key.member, s, m.cfg.Settings(key.group))
+	}
+}
+
+// releaseSession releases what member holds in the partitions of a closed
+// session.
+func (m *Manager) releaseSession(group, member string, s *session, settings Settings) {
+	now := m.cfg.Clock.Now()
+	for _, tp := range s.order {
+		if sp, _, code := m.partition(group, tp); code == 0 {
+			sp.ReleaseMember(member, settings, now)
+		}
+	}
+}
+
+// fetchInto acquires records from parts, long-polling while none came.
+func (m *Manager) fetchInto(ctx context.Context, out *fetchResponse, group, member string, parts []tidp, req *kmsg.ShareFetchRequest, s Settings) {
+	maxRecords := int(req.MaxRecords)
+	if maxRecords <= 0 {
+		maxRecords = 500
+	}
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	partMax := map[tidp]int32{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if p.PartitionMaxBytes > 0 {
+				partMax[tidp{t.TopicID, p.Partition}] = p.PartitionMaxBytes
+			}
+		}
+	}
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	expired := req.MaxWaitMillis <= 0
+	for {
+		m.mu.Lock()
+		avail := m.avail
+		m.mu.Unlock()
+		var waits []<-chan struct{}
+		var earliest time.Time
+		got, bytes := 0, int32(0)
+		for _, tp := range parts {
+			if got >= maxRecords || bytes >= maxBytes {
+				break
+			}
+			sp, log, code := m.partition(group, tp)
+			if code != 0 {
+				out.part(tp).ErrorCode = code
+				continue
+			}
+			waits = append(waits, log.Wait())
+			pm := maxBytes - bytes
+			if v, ok := partMax[tp]; ok && v < pm {
+				pm = v
+			}
+			f := sp.Acquire(member, maxRecords-got, pm, s, m.cfg.Clock.Now())
+			rp := out.part(tp)
+			rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
+			if f.Code != 0 {
+				rp.ErrorCode = f.Code
+				continue
+			}
+			if len(f.Acquired) > 0 {
+				rp.Records = f.Records
+				for _, a := range f.Acquired {
+					rp.AcquiredRecords = append(rp.AcquiredRecords, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{
+						FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, DeliveryCount: a.DeliveryCount,
+					})
+					got += int(a.LastOffset - a.FirstOffset + 1)
+				}
+				bytes += int32(len(f.Records))
+			}
+			if e := sp.NextExpiry(); !e.IsZero() && (earliest.IsZero() || e.Before(earliest)) {
+				earliest = e
+			}
+		}
+		if got > 0 && bytes >= req.MinBytes || expired || len(waits) == 0 {
+			return
+		}
+		if timer == nil {
+			timer = m.cfg.Clock.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		}
+		var lockTimer clock.Timer
+		var lockC <-chan time.Time
+		if !earliest.IsZero() {
+			lockTimer = m.cfg.Clock.NewTimer(max(earliest.Sub(m.cfg.Clock.Now()), time.Millisecond))
+			lockC = lockTimer.C()
+		}
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(avail)},
+		}
+		if lockC != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(lockC)})
+		}
+		for _, w := range waits {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+		}
+		chosen, _, _ := reflect.Select(cases)
+		if lockTimer != nil {
+			lockTimer.Stop()
+		}
+		switch chosen {
+		case 0:
+			return
+		case 1:
+			expired = true
+		}
+		if got > 0 {
+			return // what was acquired is answered, not held while waiting for more bytes
+		}
+	}
+}
+
+// ShareAcknowledge serves a ShareAcknowledge: the session's epoch rules
+// (epoch 0 is not allowed), then each partition's acknowledgements.
+func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
+		resp.ErrorCode = code
+		return resp
+	}
+	group, member := ptr(req.GroupID), ptr(req.MemberID)
+	if group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	if member == "" {
+		return fail(kerr.UnknownMemberID.Code)
+	}
+	settings := m.cfg.Settings(group)
+	if req.Version >= 2 {
+		resp.AcquisitionLockTimeoutMillis = int32(settings.LockDuration / time.Millisecond)
+	}
+	if req.IsRenewAck && !settings.RenewEnabled {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	sess, code := m.sessionFor(sessionKey{group, member}, req.ShareSessionEpoch, nil, nil, false)
+	if code != 0 {
+		return fail(code)
+	}
+	byTopic := map[[16]byte]int{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tp := tidp{t.TopicID, p.Partition}
+			i, ok := byTopic[t.TopicID]
+			if !ok {
+				i = len(resp.Topics)
+				byTopic[t.TopicID] = i
+				resp.Topics = append(resp.Topics, kmsg.ShareAcknowledgeResponseTopic{TopicID: t.TopicID})
+			}
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = m.acknowledge(group, member, tp, ackAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
+			rp.CurrentLeader.LeaderID = m.cfg.NodeID
+			if _, log, code := m.partition(group, tp); code == 0 {
+				rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
+			}
+			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+		}
+	}
+	if req.ShareSessionEpoch == -1 {
+		m.releaseSession(group, member, sess, settings)
+	}
+	return resp
+}
+
+// fetchResponse builds a ShareFetch response's topics in request order.
+type fetchResponse struct {
+	resp   *kmsg.ShareFetchResponse
+	node   int32
+	parts  map[tidp]*kmsg.ShareFetchResponseTopicPartition
+	order  []tidp
+	topics map[[16]byte]bool
+}
+
+func newFetchResponse(resp *kmsg.ShareFetchResponse, node int32) *fetchResponse {
+	return &fetchResponse{resp: resp, node: node, parts: map[tidp]*kmsg.ShareFetchResponseTopicPartition{}}
+}
+
+func (f *fetchResponse) part(tp tidp) *kmsg.ShareFetchResponseTopicPartition {
+	if p := f.parts[tp]; p != nil {
+		return p
+	}
+	p := kmsg.NewShareFetchResponseTopicPartition()
+	p.Partition = tp.partition
+	p.CurrentLeader.LeaderID = f.node
+	f.parts[tp] = &p
+	f.order = append(f.order, tp)
+	return &p
+}
+
+// finish lays out the partitions by topic; every partition touched (in
+// the request, fetched from, or failed) is answered.
+func (f *fetchResponse) finish() *kmsg.ShareFetchResponse {
+	byTopic := map[[16]byte]int{}
+	for _, tp := range f.order {
+		i, ok := byTopic[tp.topic]
+		if !ok {
+			i = len(f.resp.Topics)
+			byTopic[tp.topic] = i
+			f.resp.Topics = append(f.resp.Topics, kmsg.ShareFetchResponseTopic{TopicID: tp.topic})
+		}
+		p := f.parts[tp]
+		if p.Records == nil {
+			p.Records = []byte{}
+		}
+		f.resp.Topics[i].Partitions = append(f.resp.Topics[i].Partitions, *p)
+	}
+	return f.resp
+}
