@@ -199,6 +199,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		ConsumerHeartbeatInterval:     time.Duration(cfg.ConsumerGroupHeartbeatIntervalMs) * time.Millisecond,
 		ConsumerMaxSize:               int(cfg.ConsumerGroupMaxSize),
 		ConsumerAssignors:             configdef.SplitList(cfg.ConsumerGroupAssignors),
+		StreamsSessionTimeout:         time.Duration(cfg.StreamsGroupSessionTimeoutMs) * time.Millisecond,
+		StreamsHeartbeatInterval:      time.Duration(cfg.StreamsGroupHeartbeatIntervalMs) * time.Millisecond,
+		StreamsNumStandbyReplicas:     int(cfg.StreamsGroupNumStandbyReplicas),
+		StreamsMaxSize:                int(cfg.StreamsGroupMaxSize),
 		Clock:                         clk,
 		Logger:                        log,
 	}, store)

@@ -347,6 +347,9 @@ func (c *Coordinator) ListGroups(states, types []string) []GroupListing {
 		if s.consumer != "" {
 			l.ProtocolType, l.State, l.Type = "consumer", s.consumer, "consumer"
 		}
+		if s.streams != "" {
+			l.ProtocolType, l.State, l.Type = "streams", s.streams, "streams"
+		}
 		if !match(l.State, states) || !match(l.Type, types) {
 			continue
 		}

@@ -62,8 +62,17 @@ type Config struct {
 	// expression is resolved again against the topics
 	// (group.consumer.regex.refresh.interval.ms, default 10 s).
 	ConsumerRegexRefreshInterval time.Duration
-	Clock                        clock.Clock // nil: clock.Real{}
-	Logger                       zerolog.Logger
+	// StreamsSessionTimeout, StreamsHeartbeatInterval,
+	// StreamsNumStandbyReplicas and StreamsMaxSize are the broker
+	// defaults of streams groups (group.streams.session.timeout.ms,
+	// default 45 s; group.streams.heartbeat.interval.ms, 5 s;
+	// group.streams.num.standby.replicas, 0; group.streams.max.size).
+	StreamsSessionTimeout     time.Duration
+	StreamsHeartbeatInterval  time.Duration
+	StreamsNumStandbyReplicas int
+	StreamsMaxSize            int
+	Clock                     clock.Clock // nil: clock.Real{}
+	Logger                    zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -83,6 +92,9 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:               math.MaxInt32,
 		ConsumerAssignors:             []string{UniformAssignor, RangeAssignor},
 		ConsumerRegexRefreshInterval:  10 * time.Second,
+		StreamsSessionTimeout:         45 * time.Second,
+		StreamsHeartbeatInterval:      5 * time.Second,
+		StreamsMaxSize:                math.MaxInt32,
 	}
 }
 
@@ -129,6 +141,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConsumerRegexRefreshInterval <= 0 {
 		c.ConsumerRegexRefreshInterval = d.ConsumerRegexRefreshInterval
+	}
+	if c.StreamsSessionTimeout <= 0 {
+		c.StreamsSessionTimeout = d.StreamsSessionTimeout
+	}
+	if c.StreamsHeartbeatInterval <= 0 {
+		c.StreamsHeartbeatInterval = d.StreamsHeartbeatInterval
+	}
+	if c.StreamsNumStandbyReplicas < 0 {
+		c.StreamsNumStandbyReplicas = 0
+	}
+	if c.StreamsMaxSize <= 0 {
+		c.StreamsMaxSize = d.StreamsMaxSize
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

@@ -113,6 +113,7 @@ type summary struct {
 	state        groupState
 	protocolType string
 	consumer     string // the consumer group state; "" for a classic group
+	streams      string // the streams group state; "" for another group
 }
 
 // group is one group; everything but reqs, done and sum is owned by the
@@ -150,6 +151,9 @@ type group struct {
 	// cg is set while the group is a KIP-848 consumer group
 	// (consumer_group.go); the classic fields then stay Empty.
 	cg *consumerGroup
+	// sg is set while the group is a KIP-1071 streams group
+	// (streams_group.go).
+	sg *streamsGroup
 
 	// txnOffsets are the pending transactional offset commits by producer
 	// id (txn_offsets.go); a producer with an empty map still has an open
@@ -184,8 +188,12 @@ func (g *group) publish() {
 	if g.cg != nil {
 		consumer = g.cg.state().String()
 	}
-	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer {
-		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer})
+	streams := ""
+	if g.sg != nil {
+		streams = g.sg.state().String()
+	}
+	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer || s.streams != streams {
+		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer, streams: streams})
 	}
 }
 
@@ -311,6 +319,9 @@ func (g *group) nextDeadline() time.Time {
 	if g.cg != nil {
 		min(g.cgDeadline())
 	}
+	if g.sg != nil {
+		min(g.sgDeadline())
+	}
 	return at
 }
 
@@ -341,6 +352,10 @@ func (g *group) onTimer() {
 	now := g.c.clock.Now()
 	if g.cg != nil {
 		g.cgOnTimer(now)
+		return
+	}
+	if g.sg != nil {
+		g.sgOnTimer(now)
 		return
 	}
 	for id, d := range g.pending {
@@ -727,6 +742,10 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 	}
 	if g.state == stateDead {
 		fail(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	if g.sg != nil && !g.leaveStreamsGroup() {
+		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
 	if g.cg != nil && !g.leaveConsumerGroup() {

@@ -218,6 +218,8 @@ type loadedGroup struct {
 	txn map[int64]map[topicPartition]offsetEntry
 	// consumer holds a KIP-848 group's records (consumer_records.go).
 	consumer *loadedConsumer
+	// streams holds a KIP-1071 group's records (streams_records.go).
+	streams loadedStreams
 }
 
 // loader replays __consumer_offsets records, as Kafka's coordinator
@@ -293,7 +295,8 @@ func (c *Coordinator) load() ([]*group, error) {
 	var out []*group
 	for id, lg := range byID {
 		consumer := lg.consumer != nil && lg.consumer.hasMeta
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer {
+		streams := lg.streams.hasMetadata()
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer && !streams {
 			continue
 		}
 		g := newGroup(c, id)
@@ -342,6 +345,8 @@ func (c *Coordinator) load() ([]*group, error) {
 		}
 		if consumer {
 			g.consumerGroupLoaded(lg.consumer)
+		} else if streams {
+			g.streamsGroupLoaded(lg.streams)
 		}
 		g.publish()
 		out = append(out, g)
@@ -476,6 +481,18 @@ func (l *loader) record(r recordbatch.Record, recordOffset, producerID int64) {
 			return
 		}
 		l.get(k.Group).meta = &v
+	case recStreamsGroupMetadata, recStreamsGroupPartitionMeta, recStreamsGroupMemberMetadata, recStreamsGroupTargetMetadata,
+		recStreamsGroupTargetMember, recStreamsGroupCurrentMember, recStreamsGroupTopology:
+		groupID, _, err := parseStreamsKey(binary.BigEndian.Uint16(r.Key), r.Key)
+		if err != nil {
+			c.log.Warn().Err(err).Msg("skipping undecodable streams group record key")
+			return
+		}
+		lg := l.get(groupID)
+		if lg.streams == nil {
+			lg.streams = loadedStreams{}
+		}
+		lg.streams.apply(r.Key, r.Value)
 	case recConsumerGroupMetadata, recConsumerGroupMemberMetadata, recConsumerGroupTargetMetadata,
 		recConsumerGroupTargetMember, recConsumerGroupCurrentMember:
 		typ := binary.BigEndian.Uint16(r.Key)

@@ -80,6 +80,9 @@ type featureLevels struct{ min, max, finalized int16 }
 // only.
 var brokerFeatures = map[string]featureLevels{
 	"transaction.version": {min: 1, max: 1, finalized: 1},
+	// streams.version 1: streams groups (KIP-1071), finalized by default
+	// as in Kafka 4.3.
+	"streams.version": {min: 1, max: 1, finalized: 1},
 }
 
 func sortedFeatureNames() []string {
