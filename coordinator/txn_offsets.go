@@ -111,9 +111,11 @@ func (g *group) validateTxnCommit(generation int32, memberID string, instanceID 
 		if generation < 0 && memberID == "" && instanceID == nil {
 			return 0
 		}
-		code := g.validateConsumerCommit(-1, generation, memberID, parts)
+		var code int16
 		if g.sg != nil {
 			code = g.validateStreamsCommit(-1, generation, memberID, parts)
+		} else {
+			code = g.validateConsumerCommit(-1, generation, memberID, parts)
 		}
 		if code == kerr.StaleMemberEpoch.Code {
 			// Kafka's validateTransactionalOffsetCommit: transactional

@@ -11,7 +11,7 @@
 #                          (kafka-python kafka-python-0.11 confluent-kafka
 #                          confluent-admin kafkajs java java-admin
 #                          kafka-python-next confluent-kafka-next kafkajs-next
-#                          java-next;
+#                          java-next java-streams;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
 #                          kafka-python-0.11 pins the oldest request versions
@@ -41,6 +41,8 @@ FIRST_SLICE="kafka-python kafka-python-0.11 confluent-kafka confluent-admin kafk
 # Consumer groups, idempotence and transactions.
 NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE"
+# Kafka Streams on the streams rebalance protocol (KIP-1071).
+ALL_CLIENTS="$ALL_CLIENTS java-streams"
 CLIENTS=${COMPAT_ONLY:-$ALL_CLIENTS}
 CLIENT_TIMEOUT=${COMPAT_CLIENT_TIMEOUT:-180}
 INSTALL_TIMEOUT=${COMPAT_INSTALL_TIMEOUT:-900}
@@ -294,6 +296,11 @@ run_client() {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
         -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
         dev.kcompatd.compat.Main "$BOOTSTRAP" "$topic" "${mode[@]}" ;;
+    java-streams)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx384m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo error)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.StreamsChecks "$BOOTSTRAP" "$topic" ;;
     java-admin)
       timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
