@@ -585,6 +585,11 @@ func (g *group) streamsGroupLoaded(ls loadedStreams) {
 		}
 	}
 	g.sg = sg
+	if sg.topology != nil {
+		// The configured topology is not persisted: Kafka configures
+		// a loaded group's topology again on its first heartbeat.
+		sg.configured = configureTopology(sg.topology, g.topicPartitionCount)
+	}
 }
 
 func (ls loadedStreams) hasMetadata() bool {
