@@ -181,6 +181,11 @@ type Config struct {
 	// ConsumerGroupAssignors are the server-side assignors, the first the
 	// default (group.consumer.assignors, a list; default uniform,range).
 	ConsumerGroupAssignors string
+	// GroupCoordinatorRebalanceProtocols are the enabled rebalance
+	// protocols (group.coordinator.rebalance.protocols, a list; default
+	// classic,consumer,streams as Kafka 4.3). Only streams is honoured:
+	// without it streams groups are refused.
+	GroupCoordinatorRebalanceProtocols string
 	// OffsetsRetentionMinutes is how long committed offsets are kept
 	// after their group became empty (or, for groups that only commit,
 	// after the commit), in minutes (offsets.retention.minutes, default
@@ -680,6 +685,14 @@ var properties = []property{
 			Doc: "The maximum number of consumers that a single consumer group can accommodate. This value will only impact groups under the CONSUMER group protocol. To configure the max group size when using the CLASSIC group protocol use group.max.size instead."},
 		field: func(c *Config) any { return &c.ConsumerGroupMaxSize },
 		note:  "most members in one KIP-848 group",
+	},
+	{
+		Def: configdef.Def{Name: "group.coordinator.rebalance.protocols", Type: configdef.List, Default: "classic,consumer,streams",
+			OneOf: []string{"classic", "consumer", "share", "streams"},
+			Doc:   "This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration. Use feature versions (group.version, streams.version, share.version) managed by kafka-features.sh instead."},
+		field: func(c *Config) any { return &c.GroupCoordinatorRebalanceProtocols },
+		check: checkRebalanceProtocols,
+		note:  "only streams is honoured: without it StreamsGroupHeartbeat and StreamsGroupDescribe answer UNSUPPORTED_VERSION; classic and consumer groups are always served",
 	},
 	{
 		Def: configdef.Def{Name: "group.streams.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
@@ -1259,6 +1272,13 @@ func checkConsumerHeartbeatInterval(c *Config) string {
 		return "must be within group.consumer.min.heartbeat.interval.ms and group.consumer.max.heartbeat.interval.ms"
 	case c.ConsumerGroupHeartbeatIntervalMs >= c.ConsumerGroupSessionTimeoutMs:
 		return "must be less than group.consumer.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkRebalanceProtocols(c *Config) string {
+	if !slices.Contains(configdef.SplitList(c.GroupCoordinatorRebalanceProtocols), "classic") {
+		return "must include classic"
 	}
 	return ""
 }

@@ -203,6 +203,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		StreamsHeartbeatInterval:      time.Duration(cfg.StreamsGroupHeartbeatIntervalMs) * time.Millisecond,
 		StreamsNumStandbyReplicas:     int(cfg.StreamsGroupNumStandbyReplicas),
 		StreamsMaxSize:                int(cfg.StreamsGroupMaxSize),
+		StreamsDisabled:               !slices.Contains(configdef.SplitList(cfg.GroupCoordinatorRebalanceProtocols), "streams"),
 		Clock:                         clk,
 		Logger:                        log,
 	}, store)

@@ -71,8 +71,11 @@ type Config struct {
 	StreamsHeartbeatInterval  time.Duration
 	StreamsNumStandbyReplicas int
 	StreamsMaxSize            int
-	Clock                     clock.Clock // nil: clock.Real{}
-	Logger                    zerolog.Logger
+	// StreamsDisabled refuses streams groups (UNSUPPORTED_VERSION), as
+	// Kafka without streams in group.coordinator.rebalance.protocols.
+	StreamsDisabled bool
+	Clock           clock.Clock // nil: clock.Real{}
+	Logger          zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -27,6 +27,9 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 		}
 		return r, nil
 	}
+	if c.cfg.StreamsDisabled {
+		return fail(hbErr(kerr.UnsupportedVersion, ""))
+	}
 	if e := validateStreamsHeartbeat(req); e != nil {
 		return fail(e)
 	}
@@ -109,6 +112,10 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) *heartbeat
 func (c *Coordinator) StreamsGroupDescribe(ctx context.Context, groupID string) kmsg.StreamsGroupDescribeResponseGroup {
 	d := kmsg.NewStreamsGroupDescribeResponseGroup()
 	d.Group, d.AuthorizedOperations = groupID, -2147483648
+	if c.cfg.StreamsDisabled {
+		d.ErrorCode = kerr.UnsupportedVersion.Code
+		return d
+	}
 	found := c.onGroup(ctx, groupID, false, func(g *group) {
 		if g.sg == nil || g.state == stateDead {
 			return

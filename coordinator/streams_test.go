@@ -290,7 +290,9 @@ func TestStreamsHeartbeatValidation(t *testing.T) {
 		{"empty group", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidGroupID},
 		{"no rebalance timeout", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, kerr.InvalidRequest},
 		{"no topology", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Topology = nil }, kerr.InvalidRequest},
-		{"tasks when joining", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}} }, kerr.InvalidRequest},
+		{"tasks when joining", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}}
+		}, kerr.InvalidRequest},
 		{"one task type null", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.StandbyTasks = nil }, kerr.InvalidRequest},
 		{"epoch below -2", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest},
 		{"topology after joining", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = 3 }, kerr.InvalidRequest},
@@ -609,4 +611,15 @@ func FuzzStreamsRecords(f *testing.F) {
 			_ = streamsTopologyValue(sg.topology)
 		}
 	})
+}
+
+// TestStreamsDisabled: without streams in
+// group.coordinator.rebalance.protocols both APIs answer
+// UNSUPPORTED_VERSION, as Kafka's KafkaApis.
+func TestStreamsDisabled(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.StreamsDisabled = true })
+	e.topic("in", 1)
+	a := e.newStreamsClient("g", "a", wordCount("in"))
+	expectCode(t, "heartbeat", a.send(a.request()).ErrorCode, kerr.UnsupportedVersion)
+	expectCode(t, "describe", e.c.StreamsGroupDescribe(context.Background(), "g").ErrorCode, kerr.UnsupportedVersion)
 }

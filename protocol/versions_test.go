@@ -134,7 +134,7 @@ func checkApiVersionsVersion(t *testing.T, w *wire, v int16) {
 	if v >= 1 && resp.ThrottleMillis != 0 {
 		t.Errorf("throttle %d", resp.ThrottleMillis)
 	}
-	if v >= 3 && (resp.FinalizedFeaturesEpoch != 0 || len(resp.FinalizedFeatures) != 1 || len(resp.SupportedFeatures) != 1) {
+	if v >= 3 && (resp.FinalizedFeaturesEpoch != 0 || len(resp.FinalizedFeatures) != len(brokerFeatures) || len(resp.SupportedFeatures) != len(brokerFeatures)) {
 		t.Errorf("features %+v %+v epoch %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 	}
 }
