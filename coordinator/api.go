@@ -310,7 +310,8 @@ func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string, version
 	var d kmsg.DescribeGroupsResponseGroup
 	found := c.onGroup(ctx, groupID, false, func(g *group) { d = g.describe(version) })
 	if !found || d.State == stateDead.String() {
-		return kmsg.DescribeGroupsResponseGroup{Group: groupID, State: stateDead.String(), Members: []kmsg.DescribeGroupsResponseGroupMember{}}, false
+		// A streams group keeps its message ("... is not a classic group.").
+		return kmsg.DescribeGroupsResponseGroup{Group: groupID, State: stateDead.String(), ErrorMessage: d.ErrorMessage, Members: []kmsg.DescribeGroupsResponseGroupMember{}}, false
 	}
 	return d, true
 }

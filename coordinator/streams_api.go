@@ -20,7 +20,8 @@ type InternalTopic = internalTopic
 // MISSING_INTERNAL_TOPICS.
 func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest, client ClientInfo) (*kmsg.StreamsGroupHeartbeatResponse, []InternalTopic) {
 	fail := func(e *heartbeatError) (*kmsg.StreamsGroupHeartbeatResponse, []InternalTopic) {
-		r := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version, ErrorCode: e.code, AcceptableRecoveryLag: -1}
+		r := &kmsg.StreamsGroupHeartbeatResponse{Version: req.Version, ErrorCode: e.code, AcceptableRecoveryLag: -1,
+			Status: []kmsg.StreamsGroupHeartbeatResponseStatus{}}
 		if e.msg != "" {
 			msg := e.msg
 			r.ErrorMessage = &msg
@@ -123,7 +124,7 @@ func (c *Coordinator) StreamsGroupDescribe(ctx context.Context, groupID string) 
 		d = g.describeStreams()
 	})
 	notFound := func(msg string) kmsg.StreamsGroupDescribeResponseGroup {
-		d.ErrorCode, d.ErrorMessage, d.State = kerr.GroupIDNotFound.Code, &msg, "Dead"
+		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		return d
 	}
 	if !found {
@@ -155,8 +156,8 @@ func (g *group) describeStreams() kmsg.StreamsGroupDescribeResponseGroup {
 			ds.SubtopologyID = s.id
 			ds.SourceTopics = nonNilStrs(s.sources)
 			ds.RepartitionSinkTopics = nonNilStrs(s.repartitionSinks)
-			ds.StateChangelogTopics = describeTopicInfos(s.changelogs)
-			ds.RepartitionSourceTopics = describeTopicInfos(s.repartitionSources)
+			ds.StateChangelogTopics = describeTopicInfos(s.changelogs, sg.configured, s.id)
+			ds.RepartitionSourceTopics = describeTopicInfos(s.repartitionSources, sg.configured, "")
 			topo.Subtopologies = append(topo.Subtopologies, ds)
 		}
 		if topo.Subtopologies == nil {
@@ -206,11 +207,21 @@ func nonNilStrs(s []string) []string {
 	return s
 }
 
-func describeTopicInfos(ts []stTopicInfo) []kmsg.TopicInfo {
+// describeTopicInfos describes internal topics with the partition counts
+// of the configured topology, as Kafka (a changelog has one per task of
+// its subtopology sub; a repartition topic the count it was created with).
+func describeTopicInfos(ts []stTopicInfo, ct *configuredTopology, sub string) []kmsg.TopicInfo {
 	out := []kmsg.TopicInfo{}
 	for _, t := range ts {
 		ti := kmsg.NewTopicInfo()
 		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = t.name, t.partitions, t.replicationFactor
+		if ct.ready() {
+			if sub != "" {
+				ti.NumPartitions = ct.tasks[sub]
+			} else if n, ok := ct.internal[t.name]; ok {
+				ti.NumPartitions = n
+			}
+		}
 		ti.Configs = []kmsg.TopicInfoConfig{}
 		for _, c := range t.configs {
 			ti.Configs = append(ti.Configs, kmsg.TopicInfoConfig{Key: c.key, Value: c.value})

@@ -273,11 +273,13 @@ func (g *group) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest) (streamsHea
 	}
 	g.fenceSGMember(m)
 	g.log.Info().Str("member", m.id).Msg("member left streams group")
+	// As Kafka: no heartbeat interval in the answer to a leave.
 	return streamsHeartbeatResult{resp: &kmsg.StreamsGroupHeartbeatResponse{
-		Version:                 req.Version,
-		MemberID:                m.id,
-		MemberEpoch:             req.MemberEpoch,
-		HeartbeatIntervalMillis: int32(g.c.streamsGroupConfig(g.id).HeartbeatInterval / time.Millisecond),
+		Version:               req.Version,
+		MemberID:              m.id,
+		MemberEpoch:           req.MemberEpoch,
+		AcceptableRecoveryLag: -1,
+		Status:                []kmsg.StreamsGroupHeartbeatResponseStatus{},
 	}}, nil
 }
 
@@ -405,7 +407,7 @@ func (g *group) streamsJoinOrHeartbeat(hr streamsHeartbeatRequest) (streamsHeart
 		bump = true
 	}
 
-	var status []kmsg.StreamsGroupHeartbeatResponseStatus
+	status := []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	// The topology: the first member's initializes it; a later one at
 	// the same epoch must be equal; an older epoch is stale.
 	if req.Topology != nil {

@@ -164,6 +164,7 @@ type configuredTopology struct {
 	// partitionsOf is every source or repartition topic's partition
 	// count, for the endpoint answer.
 	sourcesOf map[string][]string // subtopology -> its source and repartition source topics
+	internal  map[string]int32    // repartition topic -> its partition count
 }
 
 func (c *configuredTopology) ready() bool { return c != nil && c.tasks != nil }
@@ -171,7 +172,7 @@ func (c *configuredTopology) ready() bool { return c != nil && c.tasks != nil }
 // configureTopology configures t against the topics: partitions(name)
 // is a topic's partition count, or -1 when it does not exist.
 func configureTopology(t *streamsTopology, partitions func(string) int32) *configuredTopology {
-	ct := &configuredTopology{sourcesOf: map[string][]string{}}
+	ct := &configuredTopology{sourcesOf: map[string][]string{}, internal: map[string]int32{}}
 	fail := func(status int8, detail string) *configuredTopology {
 		ct.status, ct.detail, ct.tasks = status, detail, nil
 		return ct
@@ -299,6 +300,7 @@ func configureTopology(t *streamsTopology, partitions func(string) int32) *confi
 				return fail(streamsMissingInternalTopics, "Failed to compute the number of partitions of repartition topic "+r.name+".")
 			}
 			n = max(n, c)
+			ct.internal[r.name] = c
 			srcs = append(srcs, r.name)
 			wanted = append(wanted, internalTopic{r.name, c, r.replicationFactor, kvMap(r.configs)})
 		}
@@ -324,7 +326,7 @@ func configureTopology(t *streamsTopology, partitions func(string) int32) *confi
 	}
 	if len(missingInternal) > 0 {
 		toCreate := ct.toCreate
-		fail(streamsMissingInternalTopics, "Internal topics are missing: ["+strings.Join(missingInternal, ", ")+"]")
+		fail(streamsMissingInternalTopics, "Internal topics are missing: "+strings.Join(missingInternal, ", "))
 		ct.toCreate = toCreate
 		return ct
 	}

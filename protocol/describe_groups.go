@@ -46,7 +46,12 @@ func handleDescribeGroups(s *Server, r *Request) (kmsg.Response, error) {
 		}
 		if !found && r.Version >= 6 {
 			msg := "Group " + id + " not found."
+			if d.ErrorMessage != nil {
+				msg = *d.ErrorMessage
+			}
 			d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		} else if !found {
+			d.ErrorMessage = nil
 		}
 		resp.Groups = append(resp.Groups, d)
 	}
