@@ -357,20 +357,7 @@ func (g *group) targetAssignmentRecords() []recordbatch.Record {
 // cgTombstones are the tombstones of every consumer group record written,
 // the group metadata last.
 func (g *group) cgTombstones() []recordbatch.Record {
-	var recs []recordbatch.Record
-	var meta []byte
-	for k := range g.cg.written {
-		if binary.BigEndian.Uint16([]byte(k)) == recConsumerGroupMetadata {
-			meta = []byte(k)
-			continue
-		}
-		recs = append(recs, recordbatch.Record{Key: []byte(k)})
-	}
-	slices.SortFunc(recs, func(a, b recordbatch.Record) int { return slices.Compare(a.Key, b.Key) })
-	if meta != nil {
-		recs = append(recs, recordbatch.Record{Key: meta})
-	}
-	return recs
+	return tombstonesOf(g.cg.written, recConsumerGroupMetadata)
 }
 
 // leaveConsumerGroup turns an empty consumer group back into a classic

@@ -32,6 +32,7 @@ package coordinator
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"time"
 
@@ -124,7 +125,7 @@ func streamsMetadataValue(sg *streamsGroup) []byte {
 	}
 	if sg.assignmentConfigs != nil {
 		var kvs []stKV
-		for _, k := range slices.Sorted(mapKeys(sg.assignmentConfigs)) {
+		for _, k := range slices.Sorted(maps.Keys(sg.assignmentConfigs)) {
 			kvs = append(kvs, stKV{k, sg.assignmentConfigs[k]})
 		}
 		v := recWriter{}
@@ -328,30 +329,26 @@ func (g *group) writeStreams() error {
 // streamsTombstones are tombstones for every streams record written, the
 // group metadata last (DeleteGroups, expiry, a classic group taking over).
 func (g *group) streamsTombstones() []recordbatch.Record {
+	return tombstonesOf(g.sg.written, recStreamsGroupMetadata)
+}
+
+// tombstonesOf are tombstones for every key written, sorted, the group
+// metadata record (type meta) last, as Kafka deletes a group.
+func tombstonesOf(written map[string][]byte, meta uint16) []recordbatch.Record {
 	var recs []recordbatch.Record
-	var meta []byte
-	for k := range g.sg.written {
-		if binary.BigEndian.Uint16([]byte(k)) == recStreamsGroupMetadata {
-			meta = []byte(k)
+	var metaKey []byte
+	for k := range written {
+		if binary.BigEndian.Uint16([]byte(k)) == meta {
+			metaKey = []byte(k)
 			continue
 		}
 		recs = append(recs, recordbatch.Record{Key: []byte(k)})
 	}
 	slices.SortFunc(recs, func(a, b recordbatch.Record) int { return slices.Compare(a.Key, b.Key) })
-	if meta != nil {
-		recs = append(recs, recordbatch.Record{Key: meta})
+	if metaKey != nil {
+		recs = append(recs, recordbatch.Record{Key: metaKey})
 	}
 	return recs
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Decoding.
