@@ -178,6 +178,10 @@ type Config struct {
 	// StreamsGroupMaxSize is the most members a streams group may have
 	// (group.streams.max.size, default 2147483647).
 	StreamsGroupMaxSize int32
+	// StreamsGroupInitialRebalanceDelayMs delays a new streams group's
+	// first assignment (group.streams.initial.rebalance.delay.ms,
+	// default 3000).
+	StreamsGroupInitialRebalanceDelayMs int32
 	// ConsumerGroupAssignors are the server-side assignors, the first the
 	// default (group.consumer.assignors, a list; default uniform,range).
 	ConsumerGroupAssignors string
@@ -750,6 +754,12 @@ var properties = []property{
 			Doc: "The maximum number of streams clients that a single streams group can accommodate."},
 		field: func(c *Config) any { return &c.StreamsGroupMaxSize },
 		note:  "most members in one streams group",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.initial.rebalance.delay.ms", Type: configdef.Int, Default: "3000", Range: configdef.AtLeast(0),
+			Doc: "The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance. A longer delay means potentially fewer rebalances."},
+		field: func(c *Config) any { return &c.StreamsGroupInitialRebalanceDelayMs },
+		note:  "wait before a new streams group's first assignment (ASSIGNMENT_DELAYED meanwhile), ms",
 	},
 	{
 		Def: configdef.Def{Name: "group.consumer.assignors", Type: configdef.List, Default: "uniform,range",

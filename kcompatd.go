@@ -203,6 +203,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		StreamsHeartbeatInterval:      time.Duration(cfg.StreamsGroupHeartbeatIntervalMs) * time.Millisecond,
 		StreamsNumStandbyReplicas:     int(cfg.StreamsGroupNumStandbyReplicas),
 		StreamsMaxSize:                int(cfg.StreamsGroupMaxSize),
+		StreamsInitialRebalanceDelay:  time.Duration(cfg.StreamsGroupInitialRebalanceDelayMs) * time.Millisecond,
 		StreamsDisabled:               !slices.Contains(configdef.SplitList(cfg.GroupCoordinatorRebalanceProtocols), "streams"),
 		Clock:                         clk,
 		Logger:                        log,

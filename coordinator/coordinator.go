@@ -71,6 +71,10 @@ type Config struct {
 	StreamsHeartbeatInterval  time.Duration
 	StreamsNumStandbyReplicas int
 	StreamsMaxSize            int
+	// StreamsInitialRebalanceDelay delays a new streams group's first
+	// assignment (group.streams.initial.rebalance.delay.ms, default 3 s;
+	// 0: none).
+	StreamsInitialRebalanceDelay time.Duration
 	// StreamsDisabled refuses streams groups (UNSUPPORTED_VERSION), as
 	// Kafka without streams in group.coordinator.rebalance.protocols.
 	StreamsDisabled bool
@@ -98,6 +102,7 @@ func DefaultConfig() Config {
 		StreamsSessionTimeout:         45 * time.Second,
 		StreamsHeartbeatInterval:      5 * time.Second,
 		StreamsMaxSize:                math.MaxInt32,
+		StreamsInitialRebalanceDelay:  3 * time.Second,
 	}
 }
 

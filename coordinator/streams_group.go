@@ -101,6 +101,9 @@ type streamsGroup struct {
 	activeOwner            map[taskID]string // held or pending revocation
 	endpointEpoch          int32
 	shutdownRequester      string
+	// delayUntil is the end of the initial rebalance delay of a group
+	// that never had a target assignment; zero before it started.
+	delayUntil time.Time
 	// written is the value last written for each record key
 	// (streams_records.go), so unchanged records are not written again.
 	written map[string][]byte
@@ -187,6 +190,8 @@ type StreamsGroupConfig struct {
 	SessionTimeout    time.Duration // streams.session.timeout.ms
 	HeartbeatInterval time.Duration // streams.heartbeat.interval.ms
 	NumStandbys       int           // streams.num.standby.replicas
+	// InitialRebalanceDelay is streams.initial.rebalance.delay.ms.
+	InitialRebalanceDelay time.Duration
 }
 
 // streamsGroupConfig is the configuration of groupID: the broker's
@@ -195,9 +200,10 @@ type StreamsGroupConfig struct {
 func (c *Coordinator) streamsGroupConfig(groupID string) StreamsGroupConfig {
 	_ = groupID
 	return StreamsGroupConfig{
-		SessionTimeout:    c.cfg.StreamsSessionTimeout,
-		HeartbeatInterval: c.cfg.StreamsHeartbeatInterval,
-		NumStandbys:       c.cfg.StreamsNumStandbyReplicas,
+		SessionTimeout:        c.cfg.StreamsSessionTimeout,
+		HeartbeatInterval:     c.cfg.StreamsHeartbeatInterval,
+		NumStandbys:           c.cfg.StreamsNumStandbyReplicas,
+		InitialRebalanceDelay: c.cfg.StreamsInitialRebalanceDelay,
 	}
 }
 
@@ -460,7 +466,12 @@ func (g *group) streamsJoinOrHeartbeat(hr streamsHeartbeatRequest) (streamsHeart
 		g.log.Debug().Int32("group_epoch", sg.epoch).Str("member", m.id).Msg("bumped streams group epoch")
 	}
 	if sg.epoch > sg.assignmentEpoch {
-		g.computeStreamsTarget(cfg)
+		if sg.assignmentDelayed(now, cfg) {
+			status = append(status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: streamsAssignmentDelayed,
+				StatusDetail: "Assignment delayed due to the configured initial rebalance delay."})
+		} else {
+			g.computeStreamsTarget(cfg)
+		}
 	}
 	g.reconcileStreams(m, owned, ownedKnown)
 	m.sessionDeadline = now.Add(cfg.SessionTimeout)
@@ -556,6 +567,21 @@ func taskIDsOf(s taskSet) []kmsg.TaskIDs {
 		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, t.partition)
 	}
 	return out
+}
+
+// assignmentDelayed is Kafka's initial rebalance delay of streams groups:
+// the first target assignment of a group waits
+// streams.initial.rebalance.delay.ms from the first heartbeat that needs
+// it, so that members starting together are assigned together
+// (ASSIGNMENT_DELAYED meanwhile).
+func (sg *streamsGroup) assignmentDelayed(now time.Time, cfg StreamsGroupConfig) bool {
+	if sg.assignmentEpoch != 0 || cfg.InitialRebalanceDelay <= 0 {
+		return false
+	}
+	if sg.delayUntil.IsZero() {
+		sg.delayUntil = now.Add(cfg.InitialRebalanceDelay)
+	}
+	return now.Before(sg.delayUntil)
 }
 
 // computeStreamsTarget runs the assignor and makes its result the target

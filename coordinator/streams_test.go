@@ -623,3 +623,37 @@ func TestStreamsDisabled(t *testing.T) {
 	expectCode(t, "heartbeat", a.send(a.request()).ErrorCode, kerr.UnsupportedVersion)
 	expectCode(t, "describe", e.c.StreamsGroupDescribe(context.Background(), "g").ErrorCode, kerr.UnsupportedVersion)
 }
+
+// TestStreamsInitialRebalanceDelay: a new group's first assignment waits
+// group.streams.initial.rebalance.delay.ms (ASSIGNMENT_DELAYED meanwhile),
+// so a member joining within the delay is assigned with the first.
+func TestStreamsInitialRebalanceDelay(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.StreamsInitialRebalanceDelay = 3 * time.Second })
+	e.topic("in", 2)
+	for _, n := range []string{"app-words-repartition", "app-counts-changelog"} {
+		if _, err := e.store.CreateTopic(n, 2, nil, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := e.newStreamsClient("g", "a", wordCount("in"))
+	b := e.newStreamsClient("g", "b", wordCount("in"))
+	for _, c := range []*sgClient{a, b} {
+		resp := c.heartbeat()
+		if fmt.Sprint(statusCodes(resp)) != fmt.Sprint([]int8{streamsAssignmentDelayed}) || len(c.owned.active) != 0 {
+			t.Fatalf("%s during the delay: status %v, owned %v", c.id, resp.Status, c.owned.active)
+		}
+	}
+	e.clk.Advance(3 * time.Second)
+	for range 3 {
+		a.heartbeat()
+		b.heartbeat()
+	}
+	if len(a.last.Status) != 0 || len(a.owned.active) != 2 || len(b.owned.active) != 2 {
+		t.Fatalf("after the delay: status %v, owned %v / %v", a.last.Status, a.owned.active, b.owned.active)
+	}
+	// Later joins are not delayed.
+	c := e.newStreamsClient("g", "c", wordCount("in"))
+	if resp := c.heartbeat(); len(resp.Status) != 0 {
+		t.Fatalf("later join: %v", resp.Status)
+	}
+}

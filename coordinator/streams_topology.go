@@ -27,6 +27,7 @@ const (
 	streamsIncorrectlyPartitionedTopic int8 = 2
 	streamsMissingInternalTopics       int8 = 3
 	streamsShutdownApplication         int8 = 4
+	streamsAssignmentDelayed           int8 = 5
 )
 
 // stKV is one key-value pair (topic configs, client tags).

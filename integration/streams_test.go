@@ -97,7 +97,7 @@ func neverOwnedTwice(t *testing.T, ms ...*streamsMember) {
 // never owned by both; the group survives a restart at the same epochs;
 // the second member leaves and its tasks move back.
 func TestStreamsGroupTwoMembers(t *testing.T) {
-	b := startBroker(t, "", "offsets.topic.num.partitions=3")
+	b := startBroker(t, "", "offsets.topic.num.partitions=3", "group.streams.initial.rebalance.delay.ms=0")
 	b.createTopic(t, "in", 4, nil)
 	cl := b.newClient(t)
 	const group = "streams-app"

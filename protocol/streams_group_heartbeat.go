@@ -15,7 +15,9 @@ package protocol
 // with group.streams.num.standby.replicas standbys, and handed out only
 // once their previous owner revoked them: an active task is never owned
 // twice. STALE_TOPOLOGY, INCORRECTLY_PARTITIONED_TOPICS and
-// SHUTDOWN_APPLICATION statuses as Kafka. Heartbeat interval and session
+// SHUTDOWN_APPLICATION statuses as Kafka; a new group's first assignment
+// waits group.streams.initial.rebalance.delay.ms (ASSIGNMENT_DELAYED).
+// Heartbeat interval and session
 // timeout are group.streams.heartbeat.interval.ms and
 // group.streams.session.timeout.ms.
 //
@@ -23,8 +25,7 @@ package protocol
 // (UNKNOWN_SERVER_ERROR "Static members are not supported yet."); the
 // assignment is our own sticky, balanced one (which member gets which task
 // can differ from Kafka's); warm-up tasks are not assigned (no task lag
-// is tracked); there is no initial rebalance delay
-// (group.streams.initial.rebalance.delay.ms); internal topics that ask
+// is tracked); internal topics that ask
 // for a replication factor above 1 cannot be created on one broker and
 // stay missing.
 
