@@ -101,9 +101,10 @@ type streamsGroup struct {
 	activeOwner            map[taskID]string // held or pending revocation
 	endpointEpoch          int32
 	shutdownRequester      string
-	// delayUntil is the end of the initial rebalance delay of a group
-	// that never had a target assignment; zero before it started.
-	delayUntil time.Time
+	// delayUntil is the end of the initial rebalance delay, zero before
+	// it started; while delayPending the target has no tasks.
+	delayUntil   time.Time
+	delayPending bool
 	// written is the value last written for each record key
 	// (streams_records.go), so unchanged records are not written again.
 	written map[string][]byte
@@ -461,17 +462,22 @@ func (g *group) streamsJoinOrHeartbeat(hr streamsHeartbeatRequest) (streamsHeart
 		sg.assignmentConfigs = ac
 		bump = true
 	}
+	if sg.delayPending && !now.Before(sg.delayUntil) {
+		// The delay is over: a new epoch gets the real assignment.
+		sg.delayPending = false
+		bump = true
+	}
 	if bump {
 		sg.epoch++
 		g.log.Debug().Int32("group_epoch", sg.epoch).Str("member", m.id).Msg("bumped streams group epoch")
 	}
 	if sg.epoch > sg.assignmentEpoch {
-		if sg.assignmentDelayed(now, cfg) {
-			status = append(status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: streamsAssignmentDelayed,
-				StatusDetail: "Assignment delayed due to the configured initial rebalance delay."})
-		} else {
-			g.computeStreamsTarget(cfg)
-		}
+		sg.startDelay(now, cfg)
+		g.computeStreamsTarget(cfg)
+	}
+	if sg.delayPending {
+		status = append(status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: streamsAssignmentDelayed,
+			StatusDetail: "Assignment delayed due to the configured initial rebalance delay."})
 	}
 	g.reconcileStreams(m, owned, ownedKnown)
 	m.sessionDeadline = now.Add(cfg.SessionTimeout)
@@ -569,19 +575,16 @@ func taskIDsOf(s taskSet) []kmsg.TaskIDs {
 	return out
 }
 
-// assignmentDelayed is Kafka's initial rebalance delay of streams groups:
-// the first target assignment of a group waits
-// streams.initial.rebalance.delay.ms from the first heartbeat that needs
-// it, so that members starting together are assigned together
-// (ASSIGNMENT_DELAYED meanwhile).
-func (sg *streamsGroup) assignmentDelayed(now time.Time, cfg StreamsGroupConfig) bool {
-	if sg.assignmentEpoch != 0 || cfg.InitialRebalanceDelay <= 0 {
-		return false
+// startDelay starts Kafka's initial rebalance delay of streams groups
+// for a group that never had a target: for
+// streams.initial.rebalance.delay.ms its targets carry no tasks (members
+// still take the epoch), so that members starting together are assigned
+// together (ASSIGNMENT_DELAYED meanwhile); the first heartbeat after it
+// moves the epoch and assigns.
+func (sg *streamsGroup) startDelay(now time.Time, cfg StreamsGroupConfig) {
+	if sg.assignmentEpoch == 0 && sg.delayUntil.IsZero() && cfg.InitialRebalanceDelay > 0 {
+		sg.delayUntil, sg.delayPending = now.Add(cfg.InitialRebalanceDelay), true
 	}
-	if sg.delayUntil.IsZero() {
-		sg.delayUntil = now.Add(cfg.InitialRebalanceDelay)
-	}
-	return now.Before(sg.delayUntil)
 }
 
 // computeStreamsTarget runs the assignor and makes its result the target
@@ -589,7 +592,7 @@ func (sg *streamsGroup) assignmentDelayed(now time.Time, cfg StreamsGroupConfig)
 func (g *group) computeStreamsTarget(cfg StreamsGroupConfig) {
 	sg := g.sg
 	var tasks map[string]int32
-	if sg.configured.ready() {
+	if sg.configured.ready() && !sg.delayPending {
 		tasks = sg.configured.tasks
 	}
 	var ms []assignMember
