@@ -659,3 +659,53 @@ func TestStreamsInitialRebalanceDelay(t *testing.T) {
 		t.Fatalf("later join: %v", resp.Status)
 	}
 }
+
+// TestStreamsEndpointsAndStandbys: with one standby replica each task has
+// its standby on the other process; members with a user endpoint learn
+// which partitions each endpoint serves (interactive queries) whenever
+// their endpoint epoch is behind.
+func TestStreamsEndpointsAndStandbys(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.StreamsNumStandbyReplicas = 1 })
+	e.topic("in", 2)
+	a := e.newStreamsClient("g", "a", wordCount("in"))
+	b := e.newStreamsClient("g", "b", wordCount("in"))
+	endpoint := func(c *sgClient, port uint16) {
+		r := c.request()
+		r.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: "h-" + c.id, Port: port}
+		if resp := c.send(r); resp.ErrorCode != 0 {
+			t.Fatalf("%s: %v", c.id, kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+	endpoint(a, 1)
+	endpoint(b, 2)
+	var resp *kmsg.StreamsGroupHeartbeatResponse
+	for range 4 {
+		a.heartbeat()
+		resp = b.heartbeat()
+	}
+	for _, c := range []*sgClient{a, b} {
+		if len(c.owned.active) != 2 || len(c.owned.standby) != 2 || hasAny(c.owned.active, c.owned.standby) {
+			t.Fatalf("%s: active %v standby %v", c.id, c.owned.active, c.owned.standby)
+		}
+	}
+	r := b.request()
+	r.EndpointInformationEpoch = 0
+	resp = b.send(r)
+	if len(resp.PartitionsByUserEndpoint) != 2 || resp.EndpointInformationEpoch == 0 {
+		t.Fatalf("endpoints %+v epoch %d", resp.PartitionsByUserEndpoint, resp.EndpointInformationEpoch)
+	}
+	served := map[string]int{}
+	for _, ep := range resp.PartitionsByUserEndpoint {
+		for _, p := range ep.ActivePartitions {
+			served[p.Topic] += len(p.Partitions)
+		}
+	}
+	if served["in"] != 2 || served["app-words-repartition"] != 2 {
+		t.Fatalf("active partitions by endpoint %v", served)
+	}
+	r = b.request()
+	r.EndpointInformationEpoch = resp.EndpointInformationEpoch
+	if again := b.send(r); again.PartitionsByUserEndpoint != nil {
+		t.Fatalf("endpoints sent again at the same epoch: %+v", again.PartitionsByUserEndpoint)
+	}
+}

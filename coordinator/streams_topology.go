@@ -302,7 +302,9 @@ func configureTopology(t *streamsTopology, partitions func(string) int32) *confi
 			}
 			n = max(n, c)
 			ct.internal[r.name] = c
-			srcs = append(srcs, r.name)
+			if !slices.Contains(srcs, r.name) {
+				srcs = append(srcs, r.name)
+			}
 			wanted = append(wanted, internalTopic{r.name, c, r.replicationFactor, kvMap(r.configs)})
 		}
 		ct.tasks[s.id] = n
