@@ -170,6 +170,30 @@ type Config struct {
 	// ConsumerGroupMaxSize is the most members a KIP-848 group may have
 	// (group.consumer.max.size, default 2147483647).
 	ConsumerGroupMaxSize int32
+	// StreamsGroupSessionTimeoutMs is a KIP-1071 member's session
+	// timeout, in milliseconds (group.streams.session.timeout.ms, default
+	// 45000), within group.streams.min/max.session.timeout.ms (45000,
+	// 60000); StreamsGroupHeartbeatIntervalMs the heartbeat interval
+	// given to them (group.streams.heartbeat.interval.ms, 5000), within
+	// group.streams.min/max.heartbeat.interval.ms (5000, 15000).
+	StreamsGroupSessionTimeoutMs       int32
+	StreamsGroupMinSessionTimeoutMs    int32
+	StreamsGroupMaxSessionTimeoutMs    int32
+	StreamsGroupHeartbeatIntervalMs    int32
+	StreamsGroupMinHeartbeatIntervalMs int32
+	StreamsGroupMaxHeartbeatIntervalMs int32
+	// StreamsGroupNumStandbyReplicas is the standby replicas per task
+	// (group.streams.num.standby.replicas, default 0), at most
+	// group.streams.max.standby.replicas (2).
+	StreamsGroupNumStandbyReplicas int32
+	StreamsGroupMaxStandbyReplicas int32
+	// StreamsGroupMaxSize is the most members a streams group may have
+	// (group.streams.max.size, default 2147483647).
+	StreamsGroupMaxSize int32
+	// StreamsGroupInitialRebalanceDelayMs delays a new streams group's
+	// first assignment (group.streams.initial.rebalance.delay.ms,
+	// default 3000).
+	StreamsGroupInitialRebalanceDelayMs int32
 	// ConsumerGroupAssignors are the server-side assignors, the first the
 	// default (group.consumer.assignors, a list; default uniform,range).
 	ConsumerGroupAssignors string
@@ -188,9 +212,11 @@ type Config struct {
 	ShareGroupMaxShareSessions                                                                                    int32
 	// GroupCoordinatorRebalanceProtocols are the group protocols served
 	// (group.coordinator.rebalance.protocols, a list; default
-	// classic,consumer,streams; classic is required). Without consumer,
-	// KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
-	// UNSUPPORTED_VERSION.
+	// classic,consumer,streams as Kafka 4.3; classic is required).
+	// Without consumer, KIP-848's ConsumerGroupHeartbeat and
+	// ConsumerGroupDescribe answer UNSUPPORTED_VERSION; without streams,
+	// streams groups are refused the same way. Share groups follow
+	// share.version, as in Kafka.
 	GroupCoordinatorRebalanceProtocols string
 	// OffsetsRetentionMinutes is how long committed offsets are kept
 	// after their group became empty (or, for groups that only commit,
@@ -748,6 +774,69 @@ var properties = []property{
 		note:  "most members in one KIP-848 group",
 	},
 	{
+		Def: configdef.Def{Name: "group.streams.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
+			Doc: "The timeout to detect client failures when using the streams group protocol."},
+		field: func(c *Config) any { return &c.StreamsGroupSessionTimeoutMs },
+		check: checkStreamsSessionTimeout,
+		note:  "session timeout of KIP-1071 streams members, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.min.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
+			Doc: "The minimum allowed value for the group-level configuration of streams.session.timeout.ms"},
+		field: func(c *Config) any { return &c.StreamsGroupMinSessionTimeoutMs },
+		note:  "lower bound of group.streams.session.timeout.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.max.session.timeout.ms", Type: configdef.Int, Default: "60000", Range: configdef.AtLeast(1),
+			Doc: "The maximum allowed value for the group-level configuration of streams.session.timeout.ms"},
+		field: func(c *Config) any { return &c.StreamsGroupMaxSessionTimeoutMs },
+		note:  "upper bound of group.streams.session.timeout.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.heartbeat.interval.ms", Type: configdef.Int, Default: "5000", Range: configdef.AtLeast(1),
+			Doc: "The heartbeat interval given to the members."},
+		field: func(c *Config) any { return &c.StreamsGroupHeartbeatIntervalMs },
+		check: checkStreamsHeartbeatInterval,
+		note:  "heartbeat interval told to KIP-1071 streams members, ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.min.heartbeat.interval.ms", Type: configdef.Int, Default: "5000", Range: configdef.AtLeast(1),
+			Doc: "The minimum allowed value for the group-level configuration of streams.heartbeat.interval.ms"},
+		field: func(c *Config) any { return &c.StreamsGroupMinHeartbeatIntervalMs },
+		note:  "lower bound of group.streams.heartbeat.interval.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.max.heartbeat.interval.ms", Type: configdef.Int, Default: "15000", Range: configdef.AtLeast(1),
+			Doc: "The maximum allowed value for the group-level configuration of streams.heartbeat.interval.ms"},
+		field: func(c *Config) any { return &c.StreamsGroupMaxHeartbeatIntervalMs },
+		note:  "upper bound of group.streams.heartbeat.interval.ms",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.num.standby.replicas", Type: configdef.Int, Default: "0", Range: configdef.AtLeast(0),
+			Doc: "The number of standby replicas for each task."},
+		field: func(c *Config) any { return &c.StreamsGroupNumStandbyReplicas },
+		check: checkStreamsStandbys,
+		note:  "standby replicas per task of streams groups",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.max.standby.replicas", Type: configdef.Int, Default: "2", Range: configdef.AtLeast(0),
+			Doc: "The maximum allowed value for the group-level configuration of streams.num.standby.replicas"},
+		field: func(c *Config) any { return &c.StreamsGroupMaxStandbyReplicas },
+		note:  "upper bound of group.streams.num.standby.replicas",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.max.size", Type: configdef.Int, Default: "2147483647", Range: configdef.AtLeast(1),
+			Doc: "The maximum number of streams clients that a single streams group can accommodate."},
+		field: func(c *Config) any { return &c.StreamsGroupMaxSize },
+		note:  "most members in one streams group",
+	},
+	{
+		Def: configdef.Def{Name: "group.streams.initial.rebalance.delay.ms", Type: configdef.Int, Default: "3000", Range: configdef.AtLeast(0),
+			Doc: "The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance. A longer delay means potentially fewer rebalances."},
+		field: func(c *Config) any { return &c.StreamsGroupInitialRebalanceDelayMs },
+		note:  "wait before a new streams group's first assignment (ASSIGNMENT_DELAYED meanwhile), ms",
+	},
+	{
 		Def: configdef.Def{Name: "group.consumer.assignors", Type: configdef.List, Default: "uniform,range",
 			OneOf: []string{coordinator.UniformAssignor, coordinator.RangeAssignor},
 			Doc:   "The server side assignors as a list of either names for builtin assignors or full class names for customer assignors. The first one in the list is considered as the default assignor to be used in the case where the consumer does not specify an assignor. The supported builtin assignors are: uniform, range."},
@@ -768,7 +857,7 @@ var properties = []property{
 			Doc:   "This configuration is deprecated and will be removed in Kafka 5.0. The list of enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled and cannot be disabled via this configuration. Use feature versions (group.version, streams.version, share.version) managed by kafka-features.sh instead."},
 		field: func(c *Config) any { return &c.GroupCoordinatorRebalanceProtocols },
 		check: checkRebalanceProtocols,
-		note:  "without consumer, KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION; classic is required",
+		note:  "without consumer, KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION, without streams StreamsGroupHeartbeat and StreamsGroupDescribe do; classic is required; share groups follow share.version",
 	},
 	{
 		Def: configdef.Def{Name: "group.share.session.timeout.ms", Type: configdef.Int, Default: "45000", Range: configdef.AtLeast(1),
@@ -1431,6 +1520,30 @@ func checkConsumerHeartbeatInterval(c *Config) string {
 		return "must be within group.consumer.min.heartbeat.interval.ms and group.consumer.max.heartbeat.interval.ms"
 	case c.ConsumerGroupHeartbeatIntervalMs >= c.ConsumerGroupSessionTimeoutMs:
 		return "must be less than group.consumer.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkStreamsSessionTimeout(c *Config) string {
+	if c.StreamsGroupSessionTimeoutMs < c.StreamsGroupMinSessionTimeoutMs || c.StreamsGroupSessionTimeoutMs > c.StreamsGroupMaxSessionTimeoutMs {
+		return "must be within group.streams.min.session.timeout.ms and group.streams.max.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkStreamsHeartbeatInterval(c *Config) string {
+	switch {
+	case c.StreamsGroupHeartbeatIntervalMs < c.StreamsGroupMinHeartbeatIntervalMs || c.StreamsGroupHeartbeatIntervalMs > c.StreamsGroupMaxHeartbeatIntervalMs:
+		return "must be within group.streams.min.heartbeat.interval.ms and group.streams.max.heartbeat.interval.ms"
+	case c.StreamsGroupHeartbeatIntervalMs >= c.StreamsGroupSessionTimeoutMs:
+		return "must be less than group.streams.session.timeout.ms"
+	}
+	return ""
+}
+
+func checkStreamsStandbys(c *Config) string {
+	if c.StreamsGroupNumStandbyReplicas > c.StreamsGroupMaxStandbyReplicas {
+		return "must be at most group.streams.max.standby.replicas"
 	}
 	return ""
 }

@@ -351,6 +351,9 @@ func (c *Coordinator) ListGroups(states, types []string) []GroupListing {
 		if s.share != "" {
 			l.ProtocolType, l.State, l.Type = "share", s.share, "share"
 		}
+		if s.streams != "" {
+			l.ProtocolType, l.State, l.Type = "streams", s.streams, "streams"
+		}
 		if !match(l.State, states) || !match(l.Type, types) {
 			continue
 		}

@@ -290,12 +290,16 @@ func (c *Coordinator) CheckFetchMember(ctx context.Context, groupID string, memb
 	}
 	var code int16
 	c.onGroup(ctx, groupID, false, func(g *group) {
-		if g.cg == nil || g.state == stateDead {
+		if (g.cg == nil && g.stg == nil) || g.state == stateDead {
 			return
 		}
 		id := ""
 		if memberID != nil {
 			id = *memberID
+		}
+		if g.stg != nil {
+			code = g.checkStreamsFetchMember(id, epoch)
+			return
 		}
 		m := g.cg.members[id]
 		switch {

@@ -276,6 +276,9 @@ func (g *group) consumerHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGroupHeart
 	if g.state == stateDead {
 		return nil, hbErr(kerr.CoordinatorNotAvailable, "")
 	}
+	if g.stg != nil || g.sg != nil {
+		return nil, hbErr(kerr.GroupIDNotFound, "Group "+g.id+" is not a consumer group.")
+	}
 	if g.cg == nil {
 		create := req.MemberEpoch == 0
 		if !create && (g.protocolType == "" || len(g.members) == 0) {

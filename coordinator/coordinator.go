@@ -104,8 +104,24 @@ type Config struct {
 	// data dir); "" keeps them in memory.
 	GroupConfigDir string
 
-	Clock  clock.Clock // nil: clock.Real{}
-	Logger zerolog.Logger
+	// StreamsSessionTimeout, StreamsHeartbeatInterval,
+	// StreamsNumStandbyReplicas and StreamsMaxSize are the broker
+	// defaults of streams groups (group.streams.session.timeout.ms,
+	// default 45 s; group.streams.heartbeat.interval.ms, 5 s;
+	// group.streams.num.standby.replicas, 0; group.streams.max.size).
+	StreamsSessionTimeout     time.Duration
+	StreamsHeartbeatInterval  time.Duration
+	StreamsNumStandbyReplicas int
+	StreamsMaxSize            int
+	// StreamsInitialRebalanceDelay delays a new streams group's first
+	// assignment (group.streams.initial.rebalance.delay.ms, default 3 s;
+	// 0: none).
+	StreamsInitialRebalanceDelay time.Duration
+	// StreamsDisabled refuses streams groups (UNSUPPORTED_VERSION), as
+	// Kafka without streams in group.coordinator.rebalance.protocols.
+	StreamsDisabled bool
+	Clock           clock.Clock // nil: clock.Real{}
+	Logger          zerolog.Logger
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -148,6 +164,10 @@ func DefaultConfig() Config {
 		ShareMinPartitionMaxRecordLocks: 100,
 		ShareMaxPartitionMaxRecordLocks: 4000,
 		ShareMaxShareSessions:           2000,
+		StreamsSessionTimeout:           45 * time.Second,
+		StreamsHeartbeatInterval:        5 * time.Second,
+		StreamsMaxSize:                  math.MaxInt32,
+		StreamsInitialRebalanceDelay:    3 * time.Second,
 	}
 }
 
@@ -201,6 +221,18 @@ func (c Config) withDefaults() Config {
 		c.ConsumerMigrationPolicy = d.ConsumerMigrationPolicy
 	}
 	c.shareDefaults(d)
+	if c.StreamsSessionTimeout <= 0 {
+		c.StreamsSessionTimeout = d.StreamsSessionTimeout
+	}
+	if c.StreamsHeartbeatInterval <= 0 {
+		c.StreamsHeartbeatInterval = d.StreamsHeartbeatInterval
+	}
+	if c.StreamsNumStandbyReplicas < 0 {
+		c.StreamsNumStandbyReplicas = 0
+	}
+	if c.StreamsMaxSize <= 0 {
+		c.StreamsMaxSize = d.StreamsMaxSize
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}

@@ -32,6 +32,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	e := &env{t: t, dir: t.TempDir(), clk: clock.NewManual(epoch)}
 	e.cfg = DefaultConfig()
 	e.cfg.InitialRebalanceDelay = 0
+	e.cfg.StreamsInitialRebalanceDelay = 0
 	e.cfg.OffsetsTopicPartitions = 3
 	e.cfg.OffsetsRetentionCheckInterval = 1000 * time.Hour // tests call ExpireOffsets
 	if mod != nil {

@@ -139,6 +139,26 @@
 // (GROUP_SUBSCRIBED_TO_TOPIC); offsets of unsubscribed topics expire by
 // commit time; DeleteGroups needs the group empty.
 //
+// # Streams groups (KIP-1071)
+//
+// A group is classic, a consumer group or a streams group (group.sg set,
+// streams_group.go), never two: a StreamsGroupHeartbeat joining an empty
+// classic group makes it a streams group, a JoinGroup to an empty streams
+// group makes it classic again, and otherwise the other protocol is
+// refused (GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL). The first
+// member's topology becomes the group's (a different one at the same
+// epoch is INVALID_REQUEST, "Topology updates are not supported yet.");
+// it is configured against the topics (streams_topology.go) and only a
+// ready topology has tasks, which the sticky task assignor
+// (streams_assignor.go) spreads over the members. Epochs, reconciliation
+// (UNREVOKED_TASKS, UNRELEASED_TASKS, STABLE), fencing on session and
+// rebalance timeouts, and offset commits checked against member epochs
+// (an older epoch for partitions of active tasks held since then) follow
+// the consumer group rules above. Its records (types 17-23,
+// streams_records.go) make a restart resume every member. The group-level
+// streams.* configs come from streamsGroupConfig, for now the broker's
+// group.streams.* defaults.
+//
 // # Persistence
 //
 // Group metadata and committed offsets are records in the internal

@@ -114,6 +114,7 @@ type summary struct {
 	protocolType string
 	consumer     string // the consumer group state; "" for a classic group
 	share        string // the share group state; "" if not a share group
+	streams      string // the streams group state; "" for another group
 }
 
 // group is one group; everything but reqs, done and sum is owned by the
@@ -153,6 +154,9 @@ type group struct {
 	cg *consumerGroup
 	// sg is set while the group is a KIP-932 share group (share_group.go).
 	sg *shareGroup
+	// sg is set while the group is a KIP-1071 streams group
+	// (streams_group.go).
+	stg *streamsGroup
 
 	// txnOffsets are the pending transactional offset commits by producer
 	// id (txn_offsets.go); a producer with an empty map still has an open
@@ -191,8 +195,12 @@ func (g *group) publish() {
 	if g.sg != nil {
 		share = g.sg.state()
 	}
-	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer || s.share != share {
-		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer, share: share})
+	streams := ""
+	if g.stg != nil {
+		streams = g.stg.state().String()
+	}
+	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer || s.share != share || s.streams != streams {
+		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer, share: share, streams: streams})
 	}
 }
 
@@ -321,6 +329,9 @@ func (g *group) nextDeadline() time.Time {
 	if g.sg != nil {
 		min(g.sgDeadline())
 	}
+	if g.stg != nil {
+		min(g.stgDeadline())
+	}
 	return at
 }
 
@@ -355,6 +366,10 @@ func (g *group) onTimer() {
 	}
 	if g.sg != nil {
 		g.sgOnTimer(now)
+		return
+	}
+	if g.stg != nil {
+		g.stgOnTimer(now)
 		return
 	}
 	for id, d := range g.pending {
@@ -741,6 +756,10 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 	}
 	if g.state == stateDead {
 		fail(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	if (g.stg != nil && !g.leaveStreamsGroup()) || g.sg != nil {
+		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
 	if g.cg != nil && !g.leaveConsumerGroup() {

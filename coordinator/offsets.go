@@ -63,6 +63,8 @@ func (g *group) commit(version int16, generation int32, memberID string, instanc
 	var code int16
 	if g.cg != nil && g.state != stateDead {
 		code = g.validateConsumerCommit(version, generation, memberID, parts)
+	} else if g.stg != nil && g.state != stateDead {
+		code = g.validateStreamsCommit(version, generation, memberID, parts)
 	} else {
 		code = g.validateCommit(generation, memberID, instanceID)
 	}
@@ -134,7 +136,7 @@ func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 		return kerr.GroupIDNotFound.Code, codes
 	}
 	var subscribed map[string]bool // nil: nobody subscribes (as Kafka, also when unparsable)
-	if g.cg != nil {
+	if g.cg != nil || g.stg != nil {
 		subscribed, _ = g.subscribedTopics()
 	} else if g.state != stateEmpty {
 		if g.protocolType != "consumer" {
@@ -171,6 +173,9 @@ func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 // subscriptions).
 func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 	out := map[string]bool{}
+	if g.stg != nil {
+		return g.streamsSubscribed(), true
+	}
 	if g.cg != nil {
 		for _, m := range g.cg.members {
 			for _, t := range g.subscribedTopicsOf(m) {
@@ -211,7 +216,7 @@ func (g *group) expireOffsets() {
 	nowMs := now.UnixMilli()
 	retention := g.c.cfg.OffsetsRetention.Milliseconds()
 	var subscribed map[string]bool
-	if g.cg != nil {
+	if g.cg != nil || g.stg != nil {
 		// Kafka's ConsumerGroup: offsets of topics nobody subscribes to
 		// expire by commit time, whether or not the group has members.
 		subscribed, _ = g.subscribedTopics()
@@ -243,6 +248,11 @@ func (g *group) expireOffsets() {
 		dead = dead && len(g.cg.members) == 0
 		if dead {
 			recs = append(recs, g.cgTombstones()...)
+		}
+	} else if g.stg != nil {
+		dead = dead && len(g.stg.members) == 0
+		if dead {
+			recs = append(recs, g.streamsTombstones()...)
 		}
 	} else if dead && g.generation > 0 {
 		recs = append(recs, g.groupRecord(true))
@@ -303,6 +313,8 @@ func (g *group) deleteGroup() int16 {
 		return g.deleteShareGroup()
 	case g.cg != nil && len(g.cg.members) > 0:
 		return kerr.NonEmptyGroup.Code
+	case g.stg != nil && len(g.stg.members) > 0:
+		return kerr.NonEmptyGroup.Code
 	case g.state != stateEmpty:
 		return kerr.NonEmptyGroup.Code
 	}
@@ -326,6 +338,8 @@ func (g *group) deleteGroup() int16 {
 	}
 	if g.cg != nil {
 		recs = append(recs, g.cgTombstones()...)
+	} else if g.stg != nil {
+		recs = append(recs, g.streamsTombstones()...)
 	} else {
 		recs = append(recs, g.groupRecord(true))
 	}
@@ -346,6 +360,12 @@ func (g *group) deleteGroup() int16 {
 func (g *group) describe(version int16) kmsg.DescribeGroupsResponseGroup {
 	if g.sg != nil {
 		return g.describeShareClassic(version)
+	}
+	if g.stg != nil {
+		// As Kafka: DescribeGroups describes classic and consumer groups.
+		msg := "Group " + g.id + " is not a classic group."
+		return kmsg.DescribeGroupsResponseGroup{Group: g.id, ErrorCode: kerr.GroupIDNotFound.Code, ErrorMessage: &msg,
+			State: stateDead.String(), AuthorizedOperations: -2147483648, Members: []kmsg.DescribeGroupsResponseGroupMember{}}
 	}
 	if g.cg != nil {
 		return g.describeConsumerClassic()

@@ -219,6 +219,8 @@ type loadedGroup struct {
 	// consumer holds a KIP-848 group's records (consumer_records.go).
 	consumer *loadedConsumer
 	share    *loadedShare
+	// streams holds a KIP-1071 group's records (streams_records.go).
+	streams loadedStreams
 }
 
 // loader replays __consumer_offsets records, as Kafka's coordinator
@@ -295,7 +297,8 @@ func (c *Coordinator) load() ([]*group, error) {
 	for id, lg := range byID {
 		consumer := lg.consumer != nil && lg.consumer.hasMeta
 		share := lg.share != nil && lg.share.hasMeta
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer && !share {
+		streams := lg.streams.hasMetadata()
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txn) == 0 && !consumer && !share && !streams {
 			continue
 		}
 		g := newGroup(c, id)
@@ -344,6 +347,8 @@ func (c *Coordinator) load() ([]*group, error) {
 		}
 		if consumer {
 			g.consumerGroupLoaded(lg.consumer)
+		} else if streams {
+			g.streamsGroupLoaded(lg.streams)
 		}
 		if share {
 			g.shareGroupLoaded(lg.share)
@@ -484,6 +489,18 @@ func (l *loader) record(r recordbatch.Record, recordOffset, producerID int64) {
 	case recShareGroupMemberMetadata, recShareGroupMetadata, recShareGroupTargetMetadata,
 		recShareGroupTargetMember, recShareGroupCurrentMember, recShareGroupStatePartition:
 		l.shareRecord(r)
+	case recStreamsGroupMetadata, recStreamsGroupPartitionMeta, recStreamsGroupMemberMetadata, recStreamsGroupTargetMetadata,
+		recStreamsGroupTargetMember, recStreamsGroupCurrentMember, recStreamsGroupTopology:
+		groupID, _, err := parseStreamsKey(binary.BigEndian.Uint16(r.Key), r.Key)
+		if err != nil {
+			c.log.Warn().Err(err).Msg("skipping undecodable streams group record key")
+			return
+		}
+		lg := l.get(groupID)
+		if lg.streams == nil {
+			lg.streams = loadedStreams{}
+		}
+		lg.streams.apply(r.Key, r.Value)
 	case recConsumerGroupMetadata, recConsumerGroupMemberMetadata, recConsumerGroupTargetMetadata,
 		recConsumerGroupTargetMember, recConsumerGroupCurrentMember:
 		typ := binary.BigEndian.Uint16(r.Key)

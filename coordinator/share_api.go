@@ -223,7 +223,7 @@ func (g *group) alterShareOffsets(req *kmsg.AlterShareGroupOffsetsRequest, resp 
 		return kerr.CoordinatorNotAvailable.Code, ""
 	}
 	if g.sg == nil {
-		if g.cg != nil || len(g.members) > 0 || g.protocolType != "" || len(g.offsets) > 0 {
+		if g.cg != nil || g.stg != nil || len(g.members) > 0 || g.protocolType != "" || len(g.offsets) > 0 {
 			return kerr.GroupIDNotFound.Code, "Group " + g.id + " is not a share group."
 		}
 		g.sg = newShareGroup()

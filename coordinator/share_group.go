@@ -92,7 +92,7 @@ func (g *group) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, client Clie
 		if req.MemberEpoch != 0 {
 			return nil, hbErr(kerr.GroupIDNotFound, "Share group "+g.id+" not found.")
 		}
-		if g.cg != nil || len(g.members) > 0 || g.protocolType != "" || len(g.offsets) > 0 {
+		if g.cg != nil || g.stg != nil || len(g.members) > 0 || g.protocolType != "" || len(g.offsets) > 0 {
 			return nil, hbErr(kerr.GroupIDNotFound, "Group "+g.id+" is not a share group.")
 		}
 		g.sg = newShareGroup()

@@ -107,11 +107,16 @@ func (g *group) validateTxnCommit(generation int32, memberID string, instanceID 
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if g.cg != nil {
+	if g.cg != nil || g.stg != nil {
 		if generation < 0 && memberID == "" && instanceID == nil {
 			return 0
 		}
-		code := g.validateConsumerCommit(-1, generation, memberID, parts)
+		var code int16
+		if g.stg != nil {
+			code = g.validateStreamsCommit(-1, generation, memberID, parts)
+		} else {
+			code = g.validateConsumerCommit(-1, generation, memberID, parts)
+		}
 		if code == kerr.StaleMemberEpoch.Code {
 			// Kafka's validateTransactionalOffsetCommit: transactional
 			// clients know ILLEGAL_GENERATION.

@@ -972,10 +972,15 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 		}
 	}
 
-	// ApiVersions still finalizes only share.version 1 and transaction.version 1.
+	// ApiVersions still finalizes brokerFeatures' levels only.
 	av := w.roundTrip(apiVersionsReq(4)).(*kmsg.ApiVersionsResponse)
-	if len(av.SupportedFeatures) != 2 || len(av.FinalizedFeatures) != 2 || av.FinalizedFeatures[0].MaxVersionLevel != 1 || av.FinalizedFeaturesEpoch != 0 {
+	if len(av.SupportedFeatures) != len(brokerFeatures) || len(av.FinalizedFeatures) != len(brokerFeatures) || av.FinalizedFeaturesEpoch != 0 {
 		t.Fatalf("features %+v %+v", av.SupportedFeatures, av.FinalizedFeatures)
+	}
+	for _, f := range av.FinalizedFeatures {
+		if want := brokerFeatures[f.Name].finalized; f.MaxVersionLevel != want || f.MinVersionLevel != want {
+			t.Fatalf("finalized %+v, want level %d", f, want)
+		}
 	}
 }
 

@@ -83,6 +83,9 @@ var brokerFeatures = map[string]featureLevels{
 	// share.version 1: share groups (KIP-932), finalized by default as in
 	// Kafka 4.3.1.
 	"share.version": {min: 0, max: 1, finalized: 1},
+	// streams.version 1: streams groups (KIP-1071), finalized by default
+	// as in Kafka 4.3.
+	"streams.version": {min: 1, max: 1, finalized: 1},
 }
 
 func sortedFeatureNames() []string {

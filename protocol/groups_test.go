@@ -31,6 +31,7 @@ func groupBroker(t testing.TB) (*testBroker, *wire) {
 	t.Helper()
 	b := startBrokerTuned(t, nil, nil, func(cfg *coordinator.Config) {
 		cfg.InitialRebalanceDelay = 0
+		cfg.StreamsInitialRebalanceDelay = 0
 		cfg.OffsetsTopicPartitions = 3
 	})
 	return b, dialWire(t, b.addr)

@@ -294,15 +294,33 @@ func TestApiVersionsAdvertisesTable(t *testing.T) {
 			t.Errorf("key %d advertised but not registered", k)
 		}
 	}
-	// share.version 0-1 finalized at 1 (share groups), transaction.version
-	// 1 only (the classic transaction protocol).
-	if len(resp.SupportedFeatures) != 2 || resp.SupportedFeatures[0].Name != "share.version" ||
-		resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 1 ||
-		resp.SupportedFeatures[1].Name != "transaction.version" ||
-		resp.SupportedFeatures[1].MinVersion != 1 || resp.SupportedFeatures[1].MaxVersion != 1 ||
-		len(resp.FinalizedFeatures) != 2 || resp.FinalizedFeatures[1].Name != "transaction.version" ||
-		resp.FinalizedFeatures[0].MinVersionLevel != 1 || resp.FinalizedFeatures[1].MaxVersionLevel != 1 ||
-		resp.FinalizedFeaturesEpoch != 0 {
+	// transaction.version 1 (the classic transaction protocol) and
+	// streams.version 1 (KIP-1071), each supported and finalized at 1;
+	// share.version 0-1 finalized at 1 (KIP-932).
+	levels := map[string][3]int16{}
+	for _, f := range resp.SupportedFeatures {
+		l := levels[f.Name]
+		l[0], l[1] = f.MinVersion, f.MaxVersion
+		levels[f.Name] = l
+	}
+	for _, f := range resp.FinalizedFeatures {
+		l := levels[f.Name]
+		if f.MinVersionLevel != f.MaxVersionLevel {
+			l[2] = -1
+		} else {
+			l[2] = f.MaxVersionLevel
+		}
+		levels[f.Name] = l
+	}
+	for _, name := range []string{"transaction.version", "streams.version"} {
+		if levels[name] != [3]int16{1, 1, 1} {
+			t.Errorf("%s advertised %v, want supported 1-1 finalized 1", name, levels[name])
+		}
+	}
+	if levels["share.version"] != [3]int16{0, 1, 1} {
+		t.Errorf("share.version advertised %v, want supported 0-1 finalized 1", levels["share.version"])
+	}
+	if len(levels) != len(brokerFeatures) || resp.FinalizedFeaturesEpoch != 0 {
 		t.Errorf("features advertised: %+v %+v %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 	}
 }

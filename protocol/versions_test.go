@@ -134,12 +134,16 @@ func checkApiVersionsVersion(t *testing.T, w *wire, v int16) {
 	if v >= 1 && resp.ThrottleMillis != 0 {
 		t.Errorf("throttle %d", resp.ThrottleMillis)
 	}
-	// v3 leaves out share.version (its min level is 0, KAFKA-17492).
-	wantSupported := 2
+	// v3 leaves out features whose min level is 0 (KAFKA-17492).
+	wantSupported := len(brokerFeatures)
 	if v == 3 {
-		wantSupported = 1
+		for _, f := range brokerFeatures {
+			if f.min == 0 {
+				wantSupported--
+			}
+		}
 	}
-	if v >= 3 && (resp.FinalizedFeaturesEpoch != 0 || len(resp.FinalizedFeatures) != 2 || len(resp.SupportedFeatures) != wantSupported) {
+	if v >= 3 && (resp.FinalizedFeaturesEpoch != 0 || len(resp.FinalizedFeatures) != len(brokerFeatures) || len(resp.SupportedFeatures) != wantSupported) {
 		t.Errorf("features %+v %+v epoch %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 	}
 }

@@ -14,8 +14,8 @@
 #                          java-next; java-848 confluent-848: consumer groups
 #                          of the KIP-848 protocol, group.protocol=consumer;
 #                          java-sasl confluent-sasl kafkajs-sasl: SASL and TLS;
-#                          and, outside the default list,
 #                          java-share: the KafkaShareConsumer, KIP-932;
+#                          java-streams: Kafka Streams, group.protocol=streams;
 #                          the *-admin ones drive the admin APIs: configs,
 #                          partitions, log dirs, quotas, features;
 #                          java-acl creates, lists and deletes ACLs (with it
@@ -55,10 +55,12 @@ NEXT_SLICE="kafka-python-next confluent-kafka-next kafkajs-next java-next"
 K848_SLICE="java-848 confluent-848"
 # SASL and TLS: extra listeners, users, a certificate made at run time.
 SASL_SLICE="java-sasl confluent-sasl kafkajs-sasl"
-ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE $K848_SLICE $SASL_SLICE"
-# Known clients outside the default list, run with COMPAT_ONLY: share
-# groups (KIP-932; the default list gets it once kcompatd serves them).
-EXTRA_CLIENTS="java-share"
+# Share groups (KIP-932) and Kafka Streams on the streams rebalance
+# protocol (KIP-1071).
+GROUPS_SLICE="java-share java-streams"
+ALL_CLIENTS="$FIRST_SLICE $NEXT_SLICE $K848_SLICE $SASL_SLICE $GROUPS_SLICE"
+# Known clients outside the default list, run with COMPAT_ONLY.
+EXTRA_CLIENTS=""
 CLIENTS=${COMPAT_ONLY:-$ALL_CLIENTS}
 CLIENT_TIMEOUT=${COMPAT_CLIENT_TIMEOUT:-180}
 INSTALL_TIMEOUT=${COMPAT_INSTALL_TIMEOUT:-900}
@@ -404,6 +406,11 @@ run_client() {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
         -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
         dev.kcompatd.compat.Main "$BOOTSTRAP" "$topic" "${mode[@]}" ;;
+    java-streams)
+      timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx384m \
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo error)" \
+        -cp "$HERE/java/target/compat-java.jar:$HERE/java/target/lib/*" \
+        dev.kcompatd.compat.StreamsChecks "$BOOTSTRAP" "$topic" ;;
     java-admin)
       timeout -k 5 "$CLIENT_TIMEOUT" java -Xmx256m \
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=$([ "${COMPAT_DEBUG:-0}" = 1 ] && echo debug || echo warn)" \
