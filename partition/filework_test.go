@@ -34,7 +34,7 @@ func TestRollsUseBoundedWorkers(t *testing.T) {
 	e.ckptInterval = 1000 * time.Hour
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14", "file.delete.delay.ms": "60000"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14", "file.delete.delay.ms": "60000"}).Partitions[0]
 	base := runtime.NumGoroutine()
 	for i := range rolls {
 		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
@@ -66,7 +66,7 @@ func TestRollFlushRetriesAtEMFILE(t *testing.T) {
 	e.ckptInterval = 1000 * time.Hour
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14"}).Partitions[0]
 	mustAppend(t, l, mkBatch(t, 1, 1000, 10))
 	e.fs.setOnOpen(emfileFor(snapshotSuffix))
 	mustAppend(t, l, mkBatch(t, 1, 1001, 10)) // rolls
@@ -105,7 +105,7 @@ func TestRetiredSegmentNeverHalfRenamed(t *testing.T) {
 	e.ckptInterval = 1000 * time.Hour
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14", "file.delete.delay.ms": "60000"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14", "file.delete.delay.ms": "60000"}).Partitions[0]
 	for i := range 4 {
 		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
 	}
@@ -172,7 +172,7 @@ func TestListedSegmentTimestampsRace(t *testing.T) {
 	e := newEnv(t)
 	e.ckptInterval = 1000 * time.Hour
 	s := e.open()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14"}).Partitions[0]
 	for i := range 3 {
 		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
 	}
