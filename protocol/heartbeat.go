@@ -19,10 +19,6 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func handleHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if s.groups == nil {
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	resp.ErrorCode = s.groups.Heartbeat(r.Ctx, req)
 	return resp, nil
 }

@@ -66,11 +66,6 @@ func clientInfo(r *Request) coordinator.ClientInfo {
 
 func handleJoinGroup(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.JoinGroupRequest)
-	if s.groups == nil {
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation, resp.MemberID = coordinatorNotAvailable, -1, req.MemberID
-		return resp, nil
-	}
 	resp := s.groups.JoinGroup(r.Ctx, req, clientInfo(r))
 	if resp == nil {
 		return nil, errRequestAbandoned

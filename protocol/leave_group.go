@@ -22,10 +22,6 @@ import (
 func handleLeaveGroup(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if s.groups == nil {
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	members := req.Members
 	if r.Version < 3 {
 		members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}

@@ -22,10 +22,6 @@ func init() { register(kmsg.OffsetDelete.Int16(), 0, 0, handleOffsetDelete) }
 func handleOffsetDelete(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if s.groups == nil {
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	codes := make([][]int16, len(req.Topics))
 	var parts []coordinator.TopicPartition
 	for i, t := range req.Topics {

@@ -26,11 +26,6 @@ var coordinatorNotAvailable = kerr.CoordinatorNotAvailable.Code
 
 func handleSyncGroup(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.SyncGroupRequest)
-	if s.groups == nil {
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	resp := s.groups.SyncGroup(r.Ctx, req)
 	if resp == nil {
 		return nil, errRequestAbandoned
