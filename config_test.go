@@ -100,6 +100,7 @@ func TestParseConfigValues(t *testing.T) {
 			return c.TopicDefaults().MaxMessageBytes == 2000000
 		}},
 		{"log.segment.bytes", map[string]string{"log.segment.bytes": "1048576"}, func(c Config) bool { return c.TopicDefaults().SegmentBytes == 1048576 }},
+		{"kcompatd.log.internal.segment.bytes", map[string]string{"kcompatd.log.internal.segment.bytes": "65536"}, func(c Config) bool { return c.LogInternalSegmentBytes == 65536 }},
 		{"log.roll.hours", map[string]string{"log.roll.hours": "2"}, func(c Config) bool { return c.TopicDefaults().SegmentMs == 2*3600000 }},
 		{"log.roll.ms wins over hours", map[string]string{"log.roll.hours": "2", "log.roll.ms": "5"}, func(c Config) bool { return c.TopicDefaults().SegmentMs == 5 }},
 		{"log.index.size.max.bytes", map[string]string{"log.index.size.max.bytes": "4096"}, func(c Config) bool { return c.TopicDefaults().SegmentIndexBytes == 4096 }},
@@ -215,6 +216,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"socket.request.max.bytes", "0"},
 		{"message.max.bytes", "-1"},
 		{"log.segment.bytes", "1048575"},
+		{"kcompatd.log.internal.segment.bytes", "13"},
 		{"log.segment.bytes", "1_000"},
 		{"log.roll.ms", "0"},
 		{"log.roll.hours", "0"},

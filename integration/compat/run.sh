@@ -31,7 +31,9 @@
 #   COMPAT_KEEP            1 keeps the temp dir (broker log, data dir)
 #   COMPAT_DEBUG           1 turns on each client's protocol debug log
 #   COMPAT_BROKER_ARGS     extra kcompatd flags; the default rolls small
-#                          segments with a dense offset index so that reads
+#                          segments (kcompatd.log.internal.segment.bytes: Kafka 4
+#                          wants log.segment.bytes >= 1 MiB) with a dense offset
+#                          index so that reads
 #                          cross segment boundaries and use the index
 set -euo pipefail
 
@@ -51,7 +53,7 @@ case ${COMPAT_AGAINST:-kcompatd} in
   kafka) BROKER=kafka ;;
   *) echo "compat: COMPAT_AGAINST must be kcompatd or kafka" >&2; exit 2 ;;
 esac
-read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
+read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c kcompatd.log.internal.segment.bytes=65536 -c log.index.interval.bytes=1024}"
 
 for c in $CLIENTS; do
   case " $ALL_CLIENTS " in
