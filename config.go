@@ -374,6 +374,13 @@ type Config struct {
 	// Kafka keeps every segment's .log open; kcompatd opens inactive
 	// segments on demand and closes the least recently used past this.
 	LogOpenSegmentsMax int32
+	// LogInternalSegmentBytes is, where not 0, the segment size every
+	// topic without its own internal.segment.bytes rolls at, in place of
+	// segment.bytes (kcompatd.log.internal.segment.bytes, kcompatd's own,
+	// for tests; default 0). Kafka 4 bounds log.segment.bytes below by
+	// 1 MiB and has no broker-wide form of its test-only
+	// internal.segment.bytes; make compat rolls small segments with this.
+	LogInternalSegmentBytes int32
 
 	// CreateTopics lists topics to create at start-up, before the broker
 	// serves, if they are missing (kcompatd.create.topics, kcompatd's own;
@@ -1182,6 +1189,12 @@ var properties = []property{
 		field: func(c *Config) any { return &c.LogOpenSegmentsMax },
 		note:  "idle inactive segments whose three files stay open; the least recently used past it, and any idle for a minute, are closed and reopened on demand (Kafka keeps every .log open)",
 	},
+	{
+		Def: configdef.Def{Name: "kcompatd.log.internal.segment.bytes", Type: configdef.Int, Default: "0", Range: configdef.AtLeast(0), Check: checkInternalSegmentBytes,
+			Doc: "kcompatd's own, for tests: where not 0, the size at which the segments of every topic without its own internal.segment.bytes roll, in place of segment.bytes (DescribeConfigs still shows segment.bytes as configured)."},
+		field: func(c *Config) any { return &c.LogInternalSegmentBytes },
+		note:  "tests only: where not 0 (at least 14), every topic rolls segments at this size unless it sets `internal.segment.bytes` (Kafka 4 wants `log.segment.bytes` >= 1 MiB and has no broker-wide test override); DescribeConfigs shows `segment.bytes` as configured",
+	},
 }
 
 // propertyByName indexes properties by name and synonym.
@@ -1892,4 +1905,13 @@ func (c *Config) connectionLimits() (protocol.ConnectionLimits, error) {
 		}
 	}
 	return l, nil
+}
+
+// checkInternalSegmentBytes: 0 (off) or a size a segment can hold a batch
+// header's first fields in, as internal.segment.bytes.
+func checkInternalSegmentBytes(_ string, v configdef.Value) string {
+	if v.Int != 0 && v.Int < 14 {
+		return "Value must be 0 or at least 14"
+	}
+	return ""
 }

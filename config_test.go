@@ -6,6 +6,7 @@ import (
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"math"
 	"net"
 	"os"
 	"reflect"
@@ -98,7 +99,8 @@ func TestParseConfigValues(t *testing.T) {
 		{"message.max.bytes", map[string]string{"message.max.bytes": "2000000"}, func(c Config) bool {
 			return c.TopicDefaults().MaxMessageBytes == 2000000
 		}},
-		{"log.segment.bytes", map[string]string{"log.segment.bytes": "14"}, func(c Config) bool { return c.TopicDefaults().SegmentBytes == 14 }},
+		{"log.segment.bytes", map[string]string{"log.segment.bytes": "1048576"}, func(c Config) bool { return c.TopicDefaults().SegmentBytes == 1048576 }},
+		{"kcompatd.log.internal.segment.bytes", map[string]string{"kcompatd.log.internal.segment.bytes": "65536"}, func(c Config) bool { return c.LogInternalSegmentBytes == 65536 }},
 		{"log.roll.hours", map[string]string{"log.roll.hours": "2"}, func(c Config) bool { return c.TopicDefaults().SegmentMs == 2*3600000 }},
 		{"log.roll.ms wins over hours", map[string]string{"log.roll.hours": "2", "log.roll.ms": "5"}, func(c Config) bool { return c.TopicDefaults().SegmentMs == 5 }},
 		{"log.index.size.max.bytes", map[string]string{"log.index.size.max.bytes": "4096"}, func(c Config) bool { return c.TopicDefaults().SegmentIndexBytes == 4096 }},
@@ -145,9 +147,9 @@ func TestParseConfigValues(t *testing.T) {
 			before, after := c.TopicDefaults().TimestampBounds()
 			return before == 60000 && after == 3600000
 		}},
-		{"log.message.timestamp.difference.max.ms falls back as Kafka's LogConfig", map[string]string{"log.message.timestamp.difference.max.ms": "5000", "log.message.timestamp.after.max.ms": "7000"}, func(c Config) bool {
+		{"log.message.timestamp.after.max.ms defaults to an hour (Kafka 4)", map[string]string{}, func(c Config) bool {
 			before, after := c.TopicDefaults().TimestampBounds()
-			return before == 5000 && after == 7000
+			return before == math.MaxInt64 && after == 3600000
 		}},
 		{"kcompatd.kafka.version old", map[string]string{"kcompatd.kafka.version": "0.11.0"}, func(c Config) bool { return c.KafkaVersion == "0.11.0" }},
 		{"advertised.listeners", map[string]string{"advertised.listeners": "PLAINTEXT://kafka.example:9092"}, func(c Config) bool {
@@ -213,7 +215,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"group.initial.rebalance.delay.ms", "-1"},
 		{"socket.request.max.bytes", "0"},
 		{"message.max.bytes", "-1"},
-		{"log.segment.bytes", "13"},
+		{"log.segment.bytes", "1048575"},
+		{"kcompatd.log.internal.segment.bytes", "13"},
 		{"log.segment.bytes", "1_000"},
 		{"log.roll.ms", "0"},
 		{"log.roll.hours", "0"},

@@ -154,6 +154,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		closeListeners()
 		return nil, err
 	}
+	if cfg.LogInternalSegmentBytes > 0 {
+		logDefaults.SegmentBytes = cfg.LogInternalSegmentBytes // tests: see Config.LogInternalSegmentBytes
+	}
 	store, err := partition.Open(partition.Config{
 		Dir:                               configdef.SplitList(cfg.LogDirs)[0],
 		NodeID:                            cfg.NodeID,

@@ -60,7 +60,7 @@ func TestMetricsCollectors(t *testing.T) {
 	b := metricsBroker(t, nil)
 	ctx := testContext(t)
 	cl, adm := newAdmin(t, b)
-	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("200")}, "m"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"cleanup.policy": new("compact"), "internal.segment.bytes": new("200")}, "m"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {

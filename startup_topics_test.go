@@ -26,7 +26,7 @@ func TestParseStartupTopics(t *testing.T) {
 		{"a/b:1", nil, "illegal"},
 		{"a:1,a:2", nil, "named twice"},
 		{"__consumer_offsets:1", nil, "created by its coordinator"},
-		{"a:1:segment.bytes=1", nil, "Value must be at least 14"},
+		{"a:1:internal.segment.bytes=1", nil, "Value must be at least 14"},
 		{"a:1:no.such=1", nil, "Unknown topic config name"},
 		{"a:1:retention.ms", nil, "not key=value"},
 		{"a:1:leader.replication.throttled.replicas=0:1,1:1", nil, "looks like one"},

@@ -23,7 +23,7 @@ var swapLayouts = []struct {
 	// first group, at least.
 	groupOf int
 }{
-	{"segment.bytes", map[string]string{"segment.bytes": "200", "delete.retention.ms": "0"}, 1},
+	{"segment.bytes", map[string]string{"internal.segment.bytes": "200", "delete.retention.ms": "0"}, 1},
 	{"one group", map[string]string{"segment.ms": "1", "delete.retention.ms": "0"}, 14},
 }
 

@@ -72,7 +72,7 @@ func TestRetentionOfEmptiedSegment(t *testing.T) {
 	e := newTestEnv(t, memfs.New())
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"cleanup.policy": "compact,delete", "segment.bytes": "100",
+	l := e.topic("t", map[string]string{"cleanup.policy": "compact,delete", "internal.segment.bytes": "100",
 		"retention.ms": "3600000", "file.delete.delay.ms": "0"})
 	t0 := e.clock.Now()
 	e.appendRecs(l, plain, kv("a", "1")) // segment 0, emptied below
@@ -106,7 +106,7 @@ func TestLargestTimestampFallsBackToFileTime(t *testing.T) {
 	e := newTestEnv(t, memfs.New())
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"cleanup.policy": "delete", "segment.bytes": "100",
+	l := e.topic("t", map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "100",
 		"retention.ms": "1000", "file.delete.delay.ms": "0"})
 	written := e.clock.Now()
 	b, err := recordbatch.Build(recordbatch.BatchSpec{BaseTimestamp: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
@@ -249,7 +249,7 @@ func TestPolicyChangeAbortsPass(t *testing.T) {
 		done <- result{ok, err}
 	}()
 	e.clock.WaitForTimers(1)
-	if _, err := e.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"cleanup.policy": "delete", "segment.bytes": "100"}), false); err != nil {
+	if _, err := e.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "100"}), false); err != nil {
 		t.Fatal(err)
 	}
 	var r result

@@ -45,7 +45,7 @@ func TestMaxCompactionLagForces(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"segment.bytes": "100", "min.cleanable.dirty.ratio": "1", "max.compaction.lag.ms": "60000"})
+	l := e.topic("t", map[string]string{"internal.segment.bytes": "100", "min.cleanable.dirty.ratio": "1", "max.compaction.lag.ms": "60000"})
 	e.appendRecs(l, plain, kv("k", "1"))
 	e.appendRecs(l, plain, kv("k", "2"))
 	e.appendRecs(l, plain, kv("k", "3"))
@@ -71,7 +71,7 @@ func TestMinCompactionLag(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"segment.bytes": "100", "min.compaction.lag.ms": "10000"})
+	l := e.topic("t", map[string]string{"internal.segment.bytes": "100", "min.compaction.lag.ms": "10000"})
 	e.appendRecs(l, plain, kv("k", "1"))
 	e.clock.Advance(5 * time.Second)
 	e.appendRecs(l, plain, kv("k", "2"))
@@ -147,7 +147,7 @@ func TestRetention(t *testing.T) {
 	e.open()
 	defer e.close()
 	del := func(name string, ov map[string]string) *partition.Log {
-		o := map[string]string{"cleanup.policy": "delete", "segment.bytes": "100", "file.delete.delay.ms": "0"}
+		o := map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "100", "file.delete.delay.ms": "0"}
 		for k, v := range ov {
 			o[k] = v
 		}
@@ -190,7 +190,7 @@ func TestRetention(t *testing.T) {
 		}
 	})
 	t.Run("compact-only logs keep old segments", func(t *testing.T) {
-		l := e.topic("c", map[string]string{"retention.ms": "1", "retention.bytes": "1", "segment.bytes": "100"})
+		l := e.topic("c", map[string]string{"retention.ms": "1", "retention.bytes": "1", "internal.segment.bytes": "100"})
 		e.appendRecs(l, plain, kv("a", "1"))
 		e.appendRecs(l, plain, kv("b", "1"))
 		e.clock.Advance(time.Second)
@@ -217,7 +217,7 @@ func TestCompactDeleteRetention(t *testing.T) {
 	e := newTestEnv(t, memfs.New())
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"cleanup.policy": "compact,delete", "segment.bytes": "100", "retention.ms": "1000"})
+	l := e.topic("t", map[string]string{"cleanup.policy": "compact,delete", "internal.segment.bytes": "100", "retention.ms": "1000"})
 	e.appendRecs(l, plain, kv("a", "1"))
 	e.appendRecs(l, plain, kv("a", "2"))
 	e.clock.Advance(600 * time.Millisecond)
@@ -265,7 +265,7 @@ func TestLogAppendTimeBatchRebuilt(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"segment.bytes": "150", "message.timestamp.type": "LogAppendTime"})
+	l := e.topic("t", map[string]string{"internal.segment.bytes": "150", "message.timestamp.type": "LogAppendTime"})
 	e.appendRecs(l, plain, kv("a", "1"), kv("b", "1"))
 	appended := e.now()
 	e.clock.Advance(time.Second)

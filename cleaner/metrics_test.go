@@ -37,7 +37,7 @@ func TestMetricsAndDirtyRatios(t *testing.T) {
 		t.Fatalf("dirty ratio with one new segment %v", r)
 	}
 
-	tp, err := e.store.CreateTopic("d", 1, map[string]string{"cleanup.policy": "delete", "segment.bytes": "100", "file.delete.delay.ms": "0", "retention.ms": "1000"}, false)
+	tp, err := e.store.CreateTopic("d", 1, map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "100", "file.delete.delay.ms": "0", "retention.ms": "1000"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

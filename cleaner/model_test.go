@@ -69,7 +69,7 @@ func runWorkload(t *testing.T, seed uint64) bool {
 	segBytes := []int{100, 180, 300, 1000}[rng.IntN(4)]
 	retention := []int64{0, 20, 200}[rng.IntN(3)]
 	minLag := []int64{0, 0, 15}[rng.IntN(3)]
-	l := e.topic("m", map[string]string{"segment.bytes": fmt.Sprint(segBytes), "delete.retention.ms": fmt.Sprint(retention),
+	l := e.topic("m", map[string]string{"internal.segment.bytes": fmt.Sprint(segBytes), "delete.retention.ms": fmt.Sprint(retention),
 		"min.compaction.lag.ms": fmt.Sprint(minLag)})
 	var orig []modelRec
 	txnOpen, txnRecs := false, []int(nil)

@@ -12,7 +12,7 @@ import (
 )
 
 // oneBatchPerSegment makes every batch of a record or two its own segment.
-var oneBatchPerSegment = map[string]string{"segment.bytes": "100", "delete.retention.ms": "1000"}
+var oneBatchPerSegment = map[string]string{"internal.segment.bytes": "100", "delete.retention.ms": "1000"}
 
 func TestCleanLatestPerKeyAndTombstones(t *testing.T) {
 	for _, codec := range []recordbatch.Codec{recordbatch.None, recordbatch.Gzip, recordbatch.Snappy, recordbatch.LZ4, recordbatch.Zstd} {
@@ -103,7 +103,7 @@ func TestKeylessRecordsDropped(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"segment.bytes": "150"})
+	l := e.topic("t", map[string]string{"internal.segment.bytes": "150"})
 	e.appendRecs(l, plain, kv("a", "1"), rec{Value: []byte("nokey")})
 	e.appendRecs(l, plain, kv("b", "1"))
 	e.appendRecs(l, plain, kv("c", "1"))
@@ -142,7 +142,7 @@ func TestActiveSegmentUntouchedAndLastBatchKept(t *testing.T) {
 	e := newTestEnv(t, nil)
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"segment.bytes": "1000000"})
+	l := e.topic("t", map[string]string{"internal.segment.bytes": "1000000"})
 	e.appendRecs(l, plain, kv("a", "1"))
 	e.appendRecs(l, plain, kv("a", "2"))
 	e.cleanAll(l)
@@ -171,7 +171,7 @@ func TestMultiPassTinyDedupeBuffer(t *testing.T) {
 	e.ccfg.DedupeBufferSize = 3 * entrySize // 3 slots, 2 usable
 	e.open()
 	defer e.close()
-	l := e.topic("t", map[string]string{"segment.bytes": "400"})
+	l := e.topic("t", map[string]string{"internal.segment.bytes": "400"})
 	want := map[string]string{}
 	for i := 0; i < 40; i++ {
 		k := string(rune('a' + i%7))

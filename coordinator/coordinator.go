@@ -382,9 +382,11 @@ func (c *Coordinator) lookup(id string, create bool) *group {
 	return g
 }
 
-// startGroup starts g's goroutine. REQUIRES: c.mu held or c not yet
-// shared, and c not closed.
+// startGroup starts g's goroutine (which parks once the group is idle:
+// park.go). REQUIRES: c.mu held or c not yet shared, and c not closed;
+// g.runMu held or g not yet shared; g not running.
 func (c *Coordinator) startGroup(g *group) {
+	g.running = true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,8 +118,8 @@ type summary struct {
 	streams      string // the streams group state; "" for another group
 }
 
-// group is one group; everything but reqs, done and sum is owned by the
-// goroutine running run.
+// group is one group; everything but reqs, done, sum and the run fields
+// is owned by the goroutine running run.
 type group struct {
 	c    *Coordinator
 	id   string
@@ -126,6 +127,13 @@ type group struct {
 	reqs chan func()
 	done chan struct{} // closed when the goroutine exits (Dead or Close)
 	sum  atomic.Pointer[summary]
+
+	// An idle group parks: its goroutine exits without closing done and
+	// the next do starts it again (park.go), so groups that only hold
+	// offsets cost no goroutine. runMu guards running and senders.
+	runMu   sync.Mutex
+	running bool // a goroutine runs g.run
+	senders int  // do calls between wake and their hand-off
 
 	state        groupState
 	stateSince   time.Time
@@ -213,23 +221,38 @@ func (g *group) publish() {
 // caller that waits for an answer (JoinGroup, SyncGroup) still selects
 // on ctx while waiting.
 func (g *group) do(_ context.Context, f func()) bool {
+	if !g.wake() {
+		return false
+	}
 	select {
-	case g.reqs <- f:
+	case g.reqs <- f: // the goroutine counts it taken (handedOff)
 		return true
 	case <-g.done:
+		g.handedOff()
 		return false
 	}
 }
 
+// run is the group's goroutine: it serves requests and timers until the
+// group goes Dead, the coordinator closes, or the group is idle and
+// parks (returning without closing done).
 func (g *group) run() {
-	defer close(g.done)
+	parked := false
 	defer func() {
-		if g.timer != nil {
-			g.timer.Stop()
+		if parked {
+			return // the group is no longer ours to touch
 		}
+		g.stopTimer()
+		close(g.done)
 	}()
 	defer g.recoverPanic() // first: replaces the group before done closes
 	for {
+		if g.idle() {
+			g.stopTimer()
+			if parked = g.park(); parked {
+				return
+			}
+		}
 		g.armTimer()
 		var tc <-chan time.Time
 		if g.timer != nil {
@@ -246,6 +269,7 @@ func (g *group) run() {
 				g.failWaiters(kerr.CoordinatorNotAvailable.Code)
 				return
 			case f := <-g.reqs:
+				g.handedOff()
 				f()
 			case <-tc:
 				g.fireTimer()

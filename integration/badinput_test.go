@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -418,4 +419,81 @@ func TestBadMetadataNullTopic(t *testing.T) {
 		}
 	}
 	checkHealthy(t, b, c)
+}
+
+// TestHugeDecodeRefused: frames whose decoded form would be many times
+// their size (kmsg sizes arrays from the client's counts) are refused
+// before they are decoded: the connection is closed with a log line
+// saying why, the broker's memory stays within the frame plus the decode
+// bound (before it, the 100 MiB Fetch alone cost about 3 GB), and every
+// other connection is served.
+func TestHugeDecodeRefused(t *testing.T) {
+	b := startBroker(t, "")
+	survivor := dialRaw(t, b.Addr)
+	checkHealthy(t, b, survivor)
+	rss0, err := b.RSS()
+	if err != nil {
+		t.Skipf("no RSS: %v", err)
+	}
+	const frameBytes = 100 << 20
+	flexHeader := func(key, version int16) []byte { return append(header(key, version, 1, "x"), 0) }
+
+	fetch := flexHeader(1, 18)
+	fetch = binary.BigEndian.AppendUint32(fetch, 0)          // max wait
+	fetch = binary.BigEndian.AppendUint32(fetch, 1)          // min bytes
+	fetch = binary.BigEndian.AppendUint32(fetch, 1<<20)      // max bytes
+	fetch = append(fetch, 0)                                 // isolation level
+	fetch = binary.BigEndian.AppendUint32(fetch, 0)          // session id
+	fetch = binary.BigEndian.AppendUint32(fetch, 0xffffffff) // session epoch
+	fetch = binary.AppendUvarint(fetch, frameBytes/2)        // topics
+	fetch = append(fetch, make([]byte, frameBytes-len(fetch))...)
+
+	md := flexHeader(3, 12)
+	md = binary.AppendUvarint(md, 3_000_001) // 3M topics: zero id, null name, no tags
+	md = append(md, bytes.Repeat(append(make([]byte, 16), 0, 0), 3_000_000)...)
+	md = append(md, 0, 0, 0)
+
+	produce := flexHeader(0, 9)
+	produce = append(produce, 0, 0, 1, 0, 0, 0x75, 0x30) // null txn id, acks 1, timeout
+	produce = append(produce, 2, 2, 't')                 // one topic "t"
+	parts := (frameBytes - len(produce) - 8) / 6
+	produce = binary.AppendUvarint(produce, uint64(parts)+1)
+	produce = append(produce, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0}, parts)...) // index, null records, no tags
+	produce = append(produce, 0, 0)
+
+	for _, tc := range []struct {
+		name string
+		req  []byte
+	}{
+		{"100 MiB Fetch v18, 50M topics", fetch},
+		{"Metadata v12, 3M empty topics", md},
+		{"100 MiB Produce v9, 17M partitions", produce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, b.Addr)
+			if err := c.write(frame(tc.req)); err != nil {
+				t.Fatal(err)
+			}
+			c.expectClosed()
+			checkHealthy(t, b, survivor)
+		})
+	}
+	rss, err := b.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("broker RSS %d MiB before the frames, %d MiB after", rss0>>20, rss>>20)
+	// Two frames' buffers (one read, one growing) and the 128 MiB decode
+	// bound, with room for the runtime's slack (measured: 229 MiB; a
+	// race-built broker's shadow memory about triples it).
+	bound := int64(2*frameBytes + 128<<20 + 64<<20)
+	if raceEnabled {
+		bound *= 3
+	}
+	if grown := rss - rss0; grown > bound {
+		t.Fatalf("broker RSS grew by %d MiB, bound %d MiB", grown>>20, bound>>20)
+	}
+	if out := b.Output(); !strings.Contains(out, "request too large to decode") {
+		t.Fatalf("no log line saying why the connections were closed:\n%s", out)
+	}
 }

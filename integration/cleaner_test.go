@@ -61,7 +61,7 @@ func TestCompactedTopicConsumedAfterCleaning(t *testing.T) {
 	const topic = "compacted"
 	b.createTopic(t, topic, 1, map[string]*string{
 		"cleanup.policy":            strPtr("compact"),
-		"segment.bytes":             strPtr("1024"),
+		"internal.segment.bytes":    strPtr("1024"),
 		"min.cleanable.dirty.ratio": strPtr("0.01"),
 	})
 	cl := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
@@ -161,8 +161,8 @@ func TestCompactedTopicConsumedAfterCleaning(t *testing.T) {
 func TestDeleteRecordsAndRetention(t *testing.T) {
 	b := startBroker(t, "", "log.retention.check.interval.ms=50")
 	const topic, expiring = "deleting", "expiring"
-	b.createTopic(t, topic, 1, map[string]*string{"segment.bytes": strPtr("1024"), "file.delete.delay.ms": strPtr("0")})
-	b.createTopic(t, expiring, 1, map[string]*string{"segment.bytes": strPtr("1024"), "retention.ms": strPtr("1000")})
+	b.createTopic(t, topic, 1, map[string]*string{"internal.segment.bytes": strPtr("1024"), "file.delete.delay.ms": strPtr("0")})
+	b.createTopic(t, expiring, 1, map[string]*string{"internal.segment.bytes": strPtr("1024"), "retention.ms": strPtr("1000")})
 	cl := b.newClient(t, append(b.producerOpts(t), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -87,7 +87,7 @@ func TestCleanerTxnCompactsRealTransactions(t *testing.T) {
 	topic := "cleaner-txn-" + randSuffix()
 	b.createTopic(t, topic, 1, map[string]*string{
 		"cleanup.policy":            strPtr("compact"),
-		"segment.bytes":             strPtr("1024"),
+		"internal.segment.bytes":    strPtr("1024"),
 		"segment.ms":                strPtr("1000"),
 		"min.cleanable.dirty.ratio": strPtr("0.01"),
 		"delete.retention.ms":       strPtr("100"),

@@ -73,8 +73,9 @@ func TestTopicAndBrokerConfigs(t *testing.T) {
 		t.Fatalf("segment.bytes before: %s source %v", c.MaybeValue(), c.Source)
 	}
 
-	// Produce one record per batch; with segment.bytes=1024 the log rolls
-	// every few batches from the next append on.
+	// Produce one record per batch; with internal.segment.bytes=1024
+	// (Kafka 4's test-only override of segment.bytes, which must be 1 MiB
+	// at least) the log rolls every few batches from the next append on.
 	produce := func(n int) {
 		t.Helper()
 		for i := 0; i < n; i++ {
@@ -88,18 +89,20 @@ func TestTopicAndBrokerConfigs(t *testing.T) {
 	if n := segmentFiles(t, partDir); n != 1 {
 		t.Fatalf("%d segments before the change", n)
 	}
-	resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.bytes", Value: strPtr("1024")}}, topic)
+	resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "internal.segment.bytes", Value: strPtr("1024")}}, topic)
 	if err != nil || resps[0].Err != nil {
-		t.Fatalf("alter segment.bytes: %v %v", err, resps)
+		t.Fatalf("alter internal.segment.bytes: %v %v", err, resps)
 	}
 	produce(12)
 	if n := segmentFiles(t, partDir); n < 3 {
-		t.Fatalf("%d segments after segment.bytes=1024 and 12 batches of ~370 bytes, want at least 3", n)
+		t.Fatalf("%d segments after internal.segment.bytes=1024 and 12 batches of ~370 bytes, want at least 3", n)
 	}
 
 	// Invalid values: INVALID_CONFIG with Kafka's message; nothing changes.
 	for _, bad := range []struct{ name, value, msg string }{
 		{"segment.bytes", "abc", "Invalid value abc for configuration segment.bytes: Not a number of type INT"},
+		{"segment.bytes", "1024", "Invalid value 1024 for configuration segment.bytes: Value must be at least 1048576"},
+		{"message.format.version", "3.0", "Unknown topic config name: message.format.version"},
 		{"cleanup.policy", "forever", "Invalid value forever for configuration cleanup.policy: String must be one of: compact, delete"},
 		{"no.such.config", "1", "Unknown topic config name: no.such.config"},
 	} {
@@ -149,8 +152,16 @@ func TestTopicAndBrokerConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := describedConfig(t, rcs, "segment.bytes"); c.MaybeValue() != "1024" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		// As Kafka, the internal override is not described.
+		if c := describedConfig(t, rcs, "segment.bytes"); c.MaybeValue() != "1073741824" || c.Source != kmsg.ConfigSourceDefaultConfig {
 			t.Errorf("segment.bytes: %s source %v", c.MaybeValue(), c.Source)
+		}
+		for _, rc := range rcs {
+			for _, c := range rc.Configs {
+				if c.Key == "internal.segment.bytes" {
+					t.Errorf("DescribeConfigs lists internal.segment.bytes")
+				}
+			}
 		}
 		if c := describedConfig(t, rcs, "retention.ms"); c.MaybeValue() != "3600000" || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
 			t.Errorf("retention.ms: %s source %v", c.MaybeValue(), c.Source)

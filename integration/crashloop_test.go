@@ -198,7 +198,7 @@ func (c *crashLoop) run(t *testing.T, kills int, budget time.Duration) {
 	b.createTopic(t, clPlain, clPlainN, nil)
 	b.createTopic(t, clCompacted, clCompactN, map[string]*string{
 		"cleanup.policy":            strPtr("compact"),
-		"segment.bytes":             strPtr("16384"),
+		"internal.segment.bytes":    strPtr("16384"),
 		"segment.ms":                strPtr("200"),
 		"min.cleanable.dirty.ratio": strPtr("0.01"),
 	})

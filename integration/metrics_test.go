@@ -250,7 +250,7 @@ func TestMetricsScraped(t *testing.T) {
 	const compacted = "metered-compacted"
 	b.createTopic(t, compacted, 1, map[string]*string{
 		"cleanup.policy":            strPtr("compact"),
-		"segment.bytes":             strPtr("1024"),
+		"internal.segment.bytes":    strPtr("1024"),
 		"min.cleanable.dirty.ratio": strPtr("0.01"),
 	})
 	cl := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(compacted))...)

@@ -36,6 +36,10 @@ type Config struct {
 	// that follows does not read them again (past the budget the replay
 	// reads the segments). 0 (or less): DefaultReplayCacheBudget.
 	ReplayCacheBudget int64
+	// FileWorkers bounds the goroutines doing background file work
+	// (flushes after rolls, removals of retired segments and deleted
+	// topics' directories). 0 (or less): DefaultFileWorkers.
+	FileWorkers int
 	// OpenSegments bounds the idle inactive segments whose files (three
 	// descriptors each) stay open, per store; 0 (or less):
 	// DefaultOpenSegments. Segments in use, active or not yet fsynced

@@ -31,8 +31,8 @@ func TestCrashAtEveryOperation(t *testing.T) {
 		ov      map[string]string
 		durable bool
 	}{
-		{"flush.messages=1", map[string]string{"flush.messages": "1", "segment.bytes": "300", "index.interval.bytes": "50"}, true},
-		{"default flush policy", map[string]string{"segment.bytes": "300"}, false},
+		{"flush.messages=1", map[string]string{"flush.messages": "1", "internal.segment.bytes": "300", "index.interval.bytes": "50"}, true},
+		{"default flush policy", map[string]string{"internal.segment.bytes": "300"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k := 0; k < 10000; k++ {

@@ -320,8 +320,8 @@ func TestFaultAtEveryOperation(t *testing.T) {
 		ov      map[string]string
 		durable bool
 	}{
-		{"flush.messages=1", map[string]string{"flush.messages": "1", "segment.bytes": "300", "index.interval.bytes": "50"}, true},
-		{"default flush policy", map[string]string{"segment.bytes": "300", "index.interval.bytes": "50"}, false},
+		{"flush.messages=1", map[string]string{"flush.messages": "1", "internal.segment.bytes": "300", "index.interval.bytes": "50"}, true},
+		{"default flush policy", map[string]string{"internal.segment.bytes": "300", "index.interval.bytes": "50"}, false},
 	} {
 		for _, kind := range []memfs.FaultKind{memfs.Crash, memfs.ShortWrite, memfs.SyncError, memfs.NoSpace} {
 			t.Run(pol.name+"/"+kind.String(), func(t *testing.T) {

@@ -29,7 +29,7 @@ func TestEMFILEFailsOnlyTheRequest(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "live", 1, map[string]string{"segment.bytes": "200"}).Partitions[0]
+	l := mustCreate(t, s, "live", 1, map[string]string{"internal.segment.bytes": "200"}).Partitions[0]
 	mustAppend(t, l, mkBatch(t, 1, 1, 10))
 
 	e.fs.setOnOpen(emfileFor("many-3"))
@@ -75,7 +75,7 @@ func TestSegmentFilesOpenLazily(t *testing.T) {
 	// when the test advances the clock: it opens checkpoint files.
 	e.ckptInterval = 1000 * time.Hour
 	s := e.open()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14"}).Partitions[0]
 	for i := 0; i < nsegs; i++ {
 		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
 	}
@@ -255,7 +255,7 @@ func TestSegmentFilesConcurrentReaders(t *testing.T) {
 	e := newEnv(t)
 	e.openSegments = 1
 	s := e.open()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14"}).Partitions[0]
 	for i := 0; i < nsegs; i++ {
 		mustAppend(t, l, mkBatch(t, 1, 1000+int64(i), 10))
 	}

@@ -154,7 +154,7 @@ func TestConcurrentAppendRead(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1", "segment.bytes": "2000", "index.interval.bytes": "200"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1", "internal.segment.bytes": "2000", "index.interval.bytes": "200"}).Partitions[0]
 	const appenders, each = 4, 25
 	var wg sync.WaitGroup
 	for a := 0; a < appenders; a++ {

@@ -28,6 +28,7 @@ type testEnv struct {
 	jitter       func(int64) int64 // Config.Jitter
 	maxOpenFiles int64             // Config.MaxOpenFiles
 	openSegments int               // Config.OpenSegments
+	fileWorkers  int               // Config.FileWorkers
 	ckptInterval time.Duration     // Config.RecoveryCheckpointInterval (0: default)
 }
 
@@ -44,6 +45,7 @@ func (e *testEnv) open() *Store {
 		Defaults:                   e.defs,
 		Jitter:                     e.jitter,
 		OpenSegments:               e.openSegments,
+		FileWorkers:                e.fileWorkers,
 		MaxOpenFiles:               e.maxOpenFiles,
 		RecoveryCheckpointInterval: e.ckptInterval,
 		FS:                         e.fs,
@@ -71,6 +73,7 @@ func (s *Store) abandon() {
 			l.closed = true
 			l.mu.Unlock()
 			close(l.closing)
+			s.work.expedite(l)
 			l.rollWG.Wait()
 			l.gone.Store(true)
 			for _, seg := range *l.segs.Load() {
@@ -166,6 +169,7 @@ type countingFS struct {
 	onSync    func(name string) error // called before each file fsync
 	onWrite   func(name string) error // called before each write
 	onOpen    func(name string) error // called before each open
+	onRename  func(oldpath string)    // called after each rename
 	// open counts the files open now; opened counts every open.
 	open, opened atomic.Int64
 }
@@ -192,6 +196,17 @@ func (c *countingFS) setOnOpen(h func(name string) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onOpen = h
+}
+
+func (c *countingFS) Rename(oldpath, newpath string) error {
+	err := c.FS.Rename(oldpath, newpath)
+	c.mu.Lock()
+	h := c.onRename
+	c.mu.Unlock()
+	if h != nil && err == nil {
+		h(oldpath)
+	}
+	return err
 }
 
 func (c *countingFS) SyncDir(dir string) error {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -428,36 +429,72 @@ func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
 	// the new segment; it is written once the data below it is durable.
 	snap := l.snapshotLocked()
 	l.rollWG.Add(1)
-	go func() {
-		defer l.rollWG.Done()
-		// A panic abandons this flush: the next flush covers the data,
-		// recovery the rest.
-		defer panics.Log(l.logger, "background flush after a roll panicked")
-		err := l.syncTo(base)
-		if err == nil {
-			// The recovery point may already have passed the old segment
-			// (flush.messages=1 fsyncs its .log on every append), but its
-			// indexes and final time index entry were never synced.
-			err = old.syncIndexes()
+	l.store.work.submit(func() { l.flushRolled(old, base, snap) })
+	return nil
+}
+
+// rollRetryDelay is how long a rolled segment's flush waits before it
+// tries again after running out of file descriptors.
+const rollRetryDelay = time.Second
+
+// flushRolled is the background work after a roll to base: fsync the data
+// below it and old's indexes, write the producer snapshot, and let the
+// cache close old's files. Out of descriptors, it tries again after
+// rollRetryDelay (old stays pinned meanwhile), until it succeeds or the
+// log closes (close flushes and closes everything itself). Counted in
+// rollWG by its submitter; done once it neither succeeds nor retries.
+func (l *Log) flushRolled(old *segment, base int64, snap []byte) {
+	retry := false
+	defer func() {
+		if !retry {
+			l.rollWG.Done()
 		}
+	}()
+	// A panic abandons this flush: the next flush covers the data,
+	// recovery the rest.
+	defer panics.Log(l.logger, "background flush after a roll panicked")
+	err := l.syncTo(base)
+	if err == nil {
+		// The recovery point may already have passed the old segment
+		// (flush.messages=1 fsyncs its .log on every append), but its
+		// indexes and final time index entry were never synced.
+		err = old.syncIndexes()
+	}
+	if err == nil {
+		// No directory fsync here: it would make durable the entry of
+		// a segment rolled since syncTo, ahead of its predecessor's
+		// data (a hole after a power cut). The log's next flush makes
+		// the rename durable, after that data.
+		err = vfs.WriteFileReplace(l.store.fs, filepath.Join(l.dir, snapshotName(base)), snap)
 		if err == nil {
-			// No directory fsync here: it would make durable the entry of
-			// a segment rolled since syncTo, ahead of its predecessor's
-			// data (a hole after a power cut). The log's next flush makes
-			// the rename durable, after that data.
-			err = vfs.WriteFileReplace(l.store.fs, filepath.Join(l.dir, snapshotName(base)), snap)
 			l.mu.Lock()
 			l.dirDirty = true
 			l.mu.Unlock()
 			// Durable now: the cache may close its files when idle.
 			old.unpin()
+			return
 		}
-		if err != nil && !l.gone.Load() {
-			l.store.markOffline(err)
-			l.logger.Error().Err(err).Int64("offset", base).Msg("cannot flush rolled segment")
+	}
+	if l.gone.Load() {
+		return
+	}
+	if isResourceLimit(err) {
+		// Queued under mu, so that close (which sets closed under mu,
+		// then expedites) runs it at once rather than after the delay.
+		l.mu.Lock()
+		retry = !l.closed
+		if retry {
+			l.store.work.after(rollRetryDelay, l, func() { l.flushRolled(old, base, snap) })
 		}
-	}()
-	return nil
+		l.mu.Unlock()
+		if retry {
+			l.logger.Warn().Err(err).Int64("offset", base).Dur("retry_in", rollRetryDelay).
+				Msg("cannot flush rolled segment: out of file descriptors; retrying")
+			return
+		}
+	}
+	l.store.markOffline(err)
+	l.logger.Error().Err(err).Int64("offset", base).Msg("cannot flush rolled segment")
 }
 
 func (l *Log) writeLeaderEpochLocked(start int64) error {
@@ -574,6 +611,7 @@ func (l *Log) close(deleted bool) error {
 	// earlier rolls, which use the files about to be closed, and remove
 	// retired segments now rather than after file.delete.delay.ms.
 	close(l.closing)
+	l.store.work.expedite(l)
 	l.rollWG.Wait()
 	if deleted {
 		l.deleted.Store(true)

@@ -11,7 +11,6 @@ package partition
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +39,7 @@ const (
 // appends and reads parse no config. Kafka's topic config names are in the
 // comments.
 type LogConfig struct {
-	SegmentBytes         int32   // segment.bytes, default 1 GiB, min 14
+	SegmentBytes         int32   // segment.bytes, default 1 GiB, min 1 MiB; or internal.segment.bytes
 	SegmentMs            int64   // segment.ms, default 7 days
 	SegmentJitterMs      int64   // segment.jitter.ms, default 0
 	SegmentIndexBytes    int32   // segment.index.bytes, default 10 MiB
@@ -58,18 +57,33 @@ type LogConfig struct {
 	MaxCompactionLagMs   int64   // max.compaction.lag.ms, default MaxInt64
 	MinCleanableRatio    float64 // min.cleanable.dirty.ratio, default 0.5
 	FileDeleteDelayMs    int64   // file.delete.delay.ms, default 60000
-	// The CreateTime timestamp bounds of KIP-937, in ms, as configured
-	// (message.timestamp.before.max.ms, after.max.ms and the deprecated
-	// difference.max.ms, each default MaxInt64); TimestampBounds gives the
-	// bounds in effect.
-	MessageTimestampBeforeMaxMs     int64
-	MessageTimestampAfterMaxMs      int64
-	MessageTimestampDifferenceMaxMs int64
+	// The CreateTime timestamp bounds of KIP-937, in ms
+	// (message.timestamp.before.max.ms, default MaxInt64, and
+	// after.max.ms, default 1 hour, as in Kafka 4).
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
 	// StoreCodec is the codec compression.type stores batches with, where
 	// Recompress is set (every value but producer, which keeps the
 	// producer's codec).
 	StoreCodec recordbatch.Codec
 	Recompress bool
+
+	// internalSegmentBytes is internal.segment.bytes while the
+	// overrides are resolved (internalSegmentBytes below).
+	internalSegmentBytes int32
+}
+
+// internalSegmentBytes is Kafka 4's internal.segment.bytes, a topic
+// config for tests only (Kafka's LogConfig defines it internal: accepted
+// by CreateTopics and AlterConfigs, never listed by DescribeConfigs or in
+// README's table): where set it is the segment size in place of
+// segment.bytes, which Kafka 4 bounds below by 1 MiB. kcompatd's own
+// tests and integration/compat roll tiny segments with it. Kafka has no
+// lower bound; kcompatd wants 14, a batch header's first fields.
+var internalSegmentBytes = topicConfigDef{
+	Def: configdef.Def{Name: "internal.segment.bytes", Type: configdef.Int, Range: configdef.AtLeast(14),
+		Doc: "The maximum size of a single log file. This should be used for testing only."},
+	apply: func(c *LogConfig, v configdef.Value) { c.internalSegmentBytes = int32(v.Int) },
 }
 
 // storeCodec maps a compression.type to the codec it stores batches with.
@@ -109,18 +123,10 @@ func (c LogConfig) MaxSegmentMs() int64 {
 }
 
 // TimestampBounds returns how far, in ms, a CreateTime record's timestamp
-// may lie before and after the broker's clock: each of before.max.ms and
-// after.max.ms where it is bounded, else difference.max.ms, as Kafka's
-// LogConfig falls back to the setting KIP-937 deprecated.
+// may lie before and after the broker's clock (Kafka 4 removed the
+// deprecated difference.max.ms these once fell back to).
 func (c LogConfig) TimestampBounds() (before, after int64) {
-	before, after = c.MessageTimestampBeforeMaxMs, c.MessageTimestampAfterMaxMs
-	if before == math.MaxInt64 {
-		before = c.MessageTimestampDifferenceMaxMs
-	}
-	if after == math.MaxInt64 {
-		after = c.MessageTimestampDifferenceMaxMs
-	}
-	return before, after
+	return c.MessageTimestampBeforeMaxMs, c.MessageTimestampAfterMaxMs
 }
 
 // topicConfigDef is one topic config.
@@ -153,7 +159,7 @@ type brokerLogConfig struct {
 	// (log.retention.hours).
 	own bool
 	// static: Kafka does not let it change at run time, although it is
-	// the first synonym (log.message.format.version).
+	// the first synonym.
 	static bool
 	topic  *topicConfigDef
 }
@@ -162,44 +168,6 @@ type brokerLogConfig struct {
 func gzipLevel(_ string, v configdef.Value) string {
 	if v.Int != -1 && (v.Int < 1 || v.Int > 9) {
 		return "Value must be between 1 and 9 or equal to -1"
-	}
-	return ""
-}
-
-// metadataVersions are Kafka 3.9's MetadataVersion releases with the
-// number of their IVn versions (0: none, as 0.8.0), which
-// message.format.version must name.
-var metadataVersions = map[string]int{
-	"0.8.0": 0, "0.8.1": 0, "0.8.2": 0, "0.9.0": 0,
-	"0.10.0": 2, "0.10.1": 3, "0.10.2": 1, "0.11.0": 3,
-	"1.0": 1, "1.1": 1, "2.0": 2, "2.1": 3, "2.2": 2, "2.3": 2, "2.4": 2,
-	"2.5": 1, "2.6": 1, "2.7": 3, "2.8": 2,
-	"3.0": 2, "3.1": 1, "3.2": 1, "3.3": 4, "3.4": 1, "3.5": 3, "3.6": 3,
-	"3.7": 5, "3.8": 1, "3.9": 1,
-}
-
-// messageFormatVersion is Kafka's MetadataVersionValidator
-// (MetadataVersion.fromVersionString): a release ("2.8", "0.10.2"), a
-// release with more segments ("2.8.1"), or one of its IV versions
-// ("3.0-IV1").
-func messageFormatVersion(_ string, v configdef.Value) string {
-	segments := strings.Split(v.Text, ".")
-	n := 2
-	if strings.HasPrefix(v.Text, "0.") {
-		n = 3
-	}
-	key := v.Text
-	if len(segments) > n {
-		key = strings.Join(segments[:n], ".")
-	}
-	release, iv, hasIV := strings.Cut(key, "-IV")
-	count, ok := metadataVersions[release]
-	if hasIV {
-		i, err := strconv.Atoi(iv)
-		ok = ok && err == nil && i >= 0 && i < count && strconv.Itoa(i) == iv
-	}
-	if !ok {
-		return "Version " + v.Text + " is not a valid version"
 	}
 	return ""
 }
@@ -377,23 +345,7 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: "message.downconversion.enable", Type: configdef.Boolean, Default: "true",
-			Doc: "This configuration controls whether down-conversion of message formats is enabled to satisfy consume requests. When set to <code>false</code>, broker will not perform down-conversion for consumers expecting an older message format. The broker responds with <code>UNSUPPORTED_VERSION</code> error for consume requests from such older clients. This configurationdoes not apply to any message format conversion that might be required for replication to followers."},
-		broker: []brokerLogConfig{
-			{Def: configdef.Def{Name: "log.message.downconversion.enable", Doc: "This configuration controls whether down-conversion of message formats is enabled to satisfy consume requests. When set to <code>false</code>, broker will not perform down-conversion for consumers expecting an older message format. The broker responds with <code>UNSUPPORTED_VERSION</code> error for consume requests from such older clients. This configurationdoes not apply to any message format conversion that might be required for replication to followers."},
-				note: "accepted and reported; kcompatd serves no message format older than v2 to down-convert to"},
-		},
-	},
-	{
-		Def: configdef.Def{Name: "message.format.version", Type: configdef.String, Default: "3.0-IV1", Check: messageFormatVersion,
-			Doc: "[DEPRECATED] Specify the message format version the broker will use to append messages to the logs. The value of this config is always assumed to be `3.0` if `inter.broker.protocol.version` is 3.0 or higher (the actual config value is ignored). Otherwise, the value should be a valid ApiVersion. Some examples are: 0.10.0, 1.1, 2.8, 3.0. By setting a particular message format version, the user is certifying that all the existing messages on disk are smaller or equal than the specified version. Setting this value incorrectly will cause consumers with older versions to break as they will receive messages with a format that they don't understand."},
-		broker: []brokerLogConfig{
-			{static: true, Def: configdef.Def{Name: "log.message.format.version", Doc: "Specify the message format version the broker will use to append messages to the logs. The value should be a valid MetadataVersion. Some examples are: 0.8.2, 0.9.0.0, 0.10.0, check MetadataVersion for more details. By setting a particular message format version, the user is certifying that all the existing messages on disk are smaller or equal than the specified version. Setting this value incorrectly will cause consumers with older versions to break as they will receive messages with a format that they don't understand."},
-				note: "accepted and reported; batches are always v2"},
-		},
-	},
-	{
-		Def: configdef.Def{Name: "message.timestamp.after.max.ms", Type: configdef.Long, Default: "9223372036854775807", Range: configdef.AtLeast(0),
+		Def: configdef.Def{Name: "message.timestamp.after.max.ms", Type: configdef.Long, Default: "3600000", Range: configdef.AtLeast(0),
 			Doc: "This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp. The message timestamp can be later than or equal to the broker's timestamp, with the maximum allowable difference determined by the value set in this configuration. If message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps exceeds this specified threshold. This configuration is ignored if message.timestamp.type=LogAppendTime."},
 		apply: func(c *LogConfig, v configdef.Value) { c.MessageTimestampAfterMaxMs = v.Int },
 		broker: []brokerLogConfig{
@@ -408,15 +360,6 @@ var topicConfigs = []*topicConfigDef{
 		broker: []brokerLogConfig{
 			{Def: configdef.Def{Name: "log.message.timestamp.before.max.ms", Doc: "This configuration sets the allowable timestamp difference between the broker's timestamp and the message timestamp. The message timestamp can be earlier than or equal to the broker's timestamp, with the maximum allowable difference determined by the value set in this configuration. If log.message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps exceeds this specified threshold. This configuration is ignored if log.message.timestamp.type=LogAppendTime."},
 				note: "how far a CreateTime record's timestamp may lie before the broker's clock, ms (KIP-937)"},
-		},
-	},
-	{
-		Def: configdef.Def{Name: "message.timestamp.difference.max.ms", Type: configdef.Long, Default: "9223372036854775807", Range: configdef.AtLeast(0),
-			Doc: "[DEPRECATED] The maximum difference allowed between the timestamp when a broker receives a message and the timestamp specified in the message. If message.timestamp.type=CreateTime, a message will be rejected if the difference in timestamp exceeds this threshold. This configuration is ignored if message.timestamp.type=LogAppendTime."},
-		apply: func(c *LogConfig, v configdef.Value) { c.MessageTimestampDifferenceMaxMs = v.Int },
-		broker: []brokerLogConfig{
-			{Def: configdef.Def{Name: "log.message.timestamp.difference.max.ms", Doc: "[DEPRECATED] The maximum difference allowed between the timestamp when a broker receives a message and the timestamp specified in the message. If log.message.timestamp.type=CreateTime, a message will be rejected if the difference in timestamp exceeds this threshold. This configuration is ignored if log.message.timestamp.type=LogAppendTime.The maximum timestamp difference allowed should be no greater than log.retention.ms to avoid unnecessarily frequent log rolling."},
-				note: "deprecated: both bounds at once, where `before.max.ms` or `after.max.ms` is unbounded"},
 		},
 	},
 	{
@@ -497,12 +440,12 @@ var topicConfigs = []*topicConfigDef{
 		},
 	},
 	{
-		Def: configdef.Def{Name: SegmentBytesConfig, Type: configdef.Int, Default: "1073741824", Range: configdef.AtLeast(14),
+		Def: configdef.Def{Name: SegmentBytesConfig, Type: configdef.Int, Default: "1073741824", Range: configdef.AtLeast(1048576),
 			Doc: "This configuration controls the segment file size for the log. Retention and cleaning is always done a file at a time so a larger segment size means fewer files but less granular control over retention."},
 		apply: func(c *LogConfig, v configdef.Value) { c.SegmentBytes = int32(v.Int) },
 		broker: []brokerLogConfig{
 			{Def: configdef.Def{Name: "log.segment.bytes", Doc: "The maximum size of a single log file"},
-				note: "roll a segment at this size, bytes; at least 14"},
+				note: "roll a segment at this size, bytes; at least 1048576 (tests: the topic config `internal.segment.bytes`)"},
 		},
 	},
 	{
@@ -578,8 +521,8 @@ func init() {
 }
 
 // dynamic reports whether Kafka lets the broker property be changed at
-// run time (DynamicLogConfig: the first synonym of each topic config but
-// log.message.format.version's). kcompatd applies those changes at once.
+// run time (DynamicLogConfig: the first synonym of each topic config, but
+// those marked static). kcompatd applies those changes at once.
 func (b *brokerLogConfig) dynamic() bool { return b == &b.topic.broker[0] && !b.static }
 
 // TopicConfigNames returns every topic config name Kafka accepts, sorted.
@@ -693,6 +636,9 @@ func invalidConfig(err error) error { return withDetail(ErrInvalidConfig, err.Er
 // parseTopicConfig validates one topic config and applies it to c.
 func parseTopicConfig(c *LogConfig, name, value string) error {
 	t, ok := topicConfigByName[name]
+	if name == internalSegmentBytes.Name {
+		t, ok = &internalSegmentBytes, true
+	}
 	if !ok {
 		return withDetail(ErrInvalidConfig, "Unknown topic config name: "+name)
 	}
@@ -832,6 +778,9 @@ func ResolveLogConfig(base LogConfig, overrides map[string]string) (LogConfig, e
 		if err := parseTopicConfig(&c, n, overrides[n]); err != nil {
 			return base, err
 		}
+	}
+	if c.internalSegmentBytes > 0 {
+		c.SegmentBytes = c.internalSegmentBytes // Kafka's LogConfig.segmentSize
 	}
 	// Kafka's cross-field check (LogConfig.validateValues).
 	if c.MinCompactionLagMs > c.MaxCompactionLagMs {

@@ -207,13 +207,13 @@ func TestReadStopsAtHighWatermark(t *testing.T) {
 	}
 }
 
-// TestSmallSegments uses Kafka's floor segment.bytes=14: every batch gets
+// TestSmallSegments uses Kafka's floor internal.segment.bytes=14: every batch gets
 // its own segment, named by its base offset.
 func TestSmallSegments(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "14"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "14"}).Partitions[0]
 	for i := 0; i < 5; i++ {
 		mustAppend(t, l, mkBatch(t, 2, int64(i), 10))
 	}
@@ -254,7 +254,7 @@ func TestRollRules(t *testing.T) {
 		ts        func(i int) int64
 		segments  int
 	}{
-		{"segment.bytes", map[string]string{"segment.bytes": "300"}, func(i int) int64 { return 1 }, 5},
+		{"segment.bytes", map[string]string{"internal.segment.bytes": "300"}, func(i int) int64 { return 1 }, 5},
 		{"segment.ms by record time", map[string]string{"segment.ms": "100"}, func(i int) int64 { return int64(i) * 60 }, 5},
 		{"index full", map[string]string{"segment.index.bytes": "16", "index.interval.bytes": "0"}, func(i int) int64 { return int64(i) }, 5}, // 16/12: one time index entry
 		{"no roll", nil, func(i int) int64 { return 1 }, 1},
@@ -359,7 +359,7 @@ func TestTimestamps(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
 	defer s.Close()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "400", "index.interval.bytes": "0"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "400", "index.interval.bytes": "0"}).Partitions[0]
 	if _, _, ok, err := l.MaxTimestamp(); ok || err != nil {
 		t.Fatalf("empty log: found %v %v", ok, err)
 	}
@@ -581,7 +581,7 @@ func TestAppendRacingDelete(t *testing.T) {
 func TestReadAfterSwapOfHighWatermarkSegment(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
-	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1", "segment.bytes": "400"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1", "internal.segment.bytes": "400"}).Partitions[0]
 	var last AppendResult
 	var lastBatch []byte
 	for i := 0; i < 3; i++ {

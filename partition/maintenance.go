@@ -16,8 +16,6 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
-
-	"github.com/kcompatd/kcompatd/internal/panics"
 )
 
 // ErrSegmentsChanged means the segments named in a replacement are no
@@ -92,12 +90,13 @@ func (l *Log) segmentsSnapshot() []SegmentInfo {
 		if i+1 < len(segs) {
 			next = segs[i+1].base
 		}
+		maxTs, _ := s.times.get()
 		out[i] = SegmentInfo{
 			BaseOffset:       s.base,
 			NextOffset:       next,
 			Size:             s.size.Load(),
-			MaxTimestamp:     s.maxTs,
-			LargestTimestamp: s.maxTs,
+			MaxTimestamp:     maxTs,
+			LargestTimestamp: maxTs,
 			Active:           s == l.active,
 			LogPath:          s.path(logSuffix),
 			unloaded:         s.listed.Load(),
@@ -349,14 +348,10 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (int, error) {
 // retire renames segments' files to .deleted and schedules their removal
 // after file.delete.delay.ms.
 func (l *Log) retire(old []*segment) error {
-	fsys := l.store.fs
 	for _, s := range old {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-			if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return storageError(err)
-			}
+		if err := s.retire(l.store.fs, deletedSuffix); err != nil {
+			return err
 		}
-		s.retired(deletedSuffix)
 	}
 	delay := time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond
 	l.mu.Lock()
@@ -367,17 +362,9 @@ func (l *Log) retire(old []*segment) error {
 	}
 	l.retired = append(l.retired, old...)
 	l.rollWG.Add(1)
-	l.mu.Unlock()
-	t := l.store.clock.NewTimer(delay)
-	go func() {
+	defer l.mu.Unlock() // queued under mu: see flushRolled
+	l.store.work.after(delay, l, func() {
 		defer l.rollWG.Done()
-		// A panic leaves the .deleted files, which the next start removes.
-		defer panics.Log(l.logger, "delayed segment removal panicked")
-		select {
-		case <-t.C():
-		case <-l.closing:
-			t.Stop()
-		}
 		l.mu.Lock()
 		keep := l.retired[:0]
 		for _, s := range l.retired {
@@ -387,8 +374,9 @@ func (l *Log) retire(old []*segment) error {
 		}
 		l.retired = keep
 		l.mu.Unlock()
+		// A panic leaves the .deleted files, which the next start removes.
 		l.removeRetired(old)
-	}()
+	})
 	return nil
 }
 

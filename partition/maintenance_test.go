@@ -12,7 +12,7 @@ import (
 // each: bases 0, 2, 4, 6, 8.
 func smallSegmentLog(t *testing.T, e *testEnv, s *Store) *Log {
 	t.Helper()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "200", "file.delete.delay.ms": "1000"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "200", "file.delete.delay.ms": "1000"}).Partitions[0]
 	for i := 0; i < 5; i++ {
 		mustAppend(t, l, mkBatch(t, 2, int64(100*i), 40))
 	}

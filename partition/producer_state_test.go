@@ -289,7 +289,7 @@ func TestRecoveryFromSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp, err := s.CreateTopic("t", 1, map[string]string{"segment.bytes": "300", "flush.messages": "1"}, false)
+		tp, err := s.CreateTopic("t", 1, map[string]string{"internal.segment.bytes": "300", "flush.messages": "1"}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,8 +362,8 @@ func observePState(t *testing.T, fsys *memfs.FS) (pstateView, bool) {
 // aborted transactions.
 func TestProducerStateCrashAtEveryOperation(t *testing.T) {
 	for _, ov := range []map[string]string{
-		{"segment.bytes": "250", "flush.messages": "1"},
-		{"segment.bytes": "250"},
+		{"internal.segment.bytes": "250", "flush.messages": "1"},
+		{"internal.segment.bytes": "250"},
 	} {
 		sweepProducerStateCrashes(t, ov)
 	}

@@ -569,7 +569,7 @@ func (l *Log) loadIndexes(seg *segment, next int64, isLast bool) bool {
 	seg.timeIdx.setLoaded(times)
 	if len(times) > 0 {
 		t := times[len(times)-1]
-		seg.maxTs, seg.offMaxTs = t.key, t.val
+		seg.times.set(t.key, t.val)
 	}
 	if isLast && len(offs) > 0 {
 		seg.bytesSinceIndex = size - offs[len(offs)-1].val
@@ -686,7 +686,7 @@ func (l *Log) recoverSegment(seg *segment, isLast bool) (next int64, truncated b
 		rc.segs[seg] = collected
 		rc.budget -= collectedBytes
 	}
-	seg.maxTs, seg.offMaxTs = maxTs, offMaxTs
+	seg.times.set(maxTs, offMaxTs)
 	seg.rollTs, seg.rollTsKnown = rollTs, true
 	seg.bytesSinceIndex = bytesSince
 	return next, truncated, nil

@@ -71,7 +71,7 @@ func TestRecoveryTornTail(t *testing.T) {
 // segment: that batch and everything after it go.
 func TestRecoveryCorruptMiddle(t *testing.T) {
 	e := newEnv(t)
-	sizes := crashedDir(t, e, map[string]string{"segment.bytes": "400"}, 7)
+	sizes := crashedDir(t, e, map[string]string{"internal.segment.bytes": "400"}, 7)
 	// 136-byte batches, two per segment: segments at 0, 4, 8, 12.
 	logs := segFiles(t, filepath.Join(e.dir, "t-0"), ".log")
 	if len(logs) != 4 {
@@ -126,7 +126,7 @@ func TestRecoveryRebuildsIndexes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			s := e.open()
-			l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "1000", "index.interval.bytes": "100"}).Partitions[0]
+			l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "1000", "index.interval.bytes": "100"}).Partitions[0]
 			for i := 0; i < 20; i++ {
 				mustAppend(t, l, mkBatch(t, 2, int64(i), 30))
 			}
@@ -156,7 +156,7 @@ func TestCleanRestartReadsNothing(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
 	for i := 0; i < 3; i++ {
-		l := mustCreate(t, s, "t"+string(rune('a'+i)), 2, map[string]string{"segment.bytes": "500"}).Partitions[0]
+		l := mustCreate(t, s, "t"+string(rune('a'+i)), 2, map[string]string{"internal.segment.bytes": "500"}).Partitions[0]
 		for j := 0; j < 20; j++ {
 			mustAppend(t, l, mkBatch(t, 3, int64(j), 20))
 		}
@@ -183,7 +183,7 @@ func TestCleanRestartReadsNothing(t *testing.T) {
 func TestUncleanRestartScansOnlyPastRecoveryPoint(t *testing.T) {
 	e := newEnv(t)
 	s := e.open()
-	l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "500"}).Partitions[0]
+	l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "500"}).Partitions[0]
 	for j := 0; j < 20; j++ {
 		mustAppend(t, l, mkBatch(t, 3, int64(j), 20))
 	}
@@ -248,7 +248,7 @@ func TestRecoveryCompletesSwap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			s := e.open()
-			l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "300"}).Partitions[0]
+			l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "300"}).Partitions[0]
 			for i := 0; i < 5; i++ {
 				mustAppend(t, l, mkBatch(t, 2, int64(i), 40)) // one per segment
 			}

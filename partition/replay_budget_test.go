@@ -16,7 +16,7 @@ func TestReplayCacheBudgetFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := s.CreateTopic("t", 1, map[string]string{"segment.bytes": "250", "flush.messages": "1"}, false)
+	tp, err := s.CreateTopic("t", 1, map[string]string{"internal.segment.bytes": "250", "flush.messages": "1"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

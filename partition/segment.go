@@ -59,11 +59,14 @@ type segment struct {
 
 	// The fields below belong to the writer: guarded by Log.mu.
 	bytesSinceIndex int64 // bytes appended since the last offset index entry
-	maxTs           int64 // largest batch max timestamp, -1 if none
-	offMaxTs        int64 // last offset of the batch carrying maxTs
 	rollTs          int64 // max timestamp of the first batch (segment.ms), -1 if none
 	rollTsKnown     bool  // rollTs was loaded from the file
 	createdMs       int64 // clock time the segment was created or opened
+
+	// times is the largest batch max timestamp and its offset: written
+	// by the appender (Log.mu) or by the lazy load of a listed segment
+	// (closeMu), read under Log.mu by Segments and ListOffsets.
+	times largestTimestamp
 
 	// closeMu orders close against a background index fsync: a segment
 	// rolled out and then retired by the cleaner may be closed while the
@@ -138,7 +141,8 @@ func openSegmentNamed(fsys vfs.FS, dir string, base int64, cfg *LogConfig, creat
 
 // newSegment is a segment with no files open yet.
 func newSegment(dir string, base int64, cfg *LogConfig, nowMs int64) *segment {
-	s := &segment{base: base, dir: dir, maxTs: -1, offMaxTs: -1, rollTs: -1, createdMs: nowMs}
+	s := &segment{base: base, dir: dir, rollTs: -1, createdMs: nowMs}
+	s.times.set(-1, -1)
 	s.offIdx = newIndex(nil, offsetIndexEntrySize, cfg.SegmentIndexBytes)
 	s.timeIdx = newIndex(nil, timeIndexEntrySize, cfg.SegmentIndexBytes)
 	s.offIdx.setLoaded(nil)
@@ -191,8 +195,8 @@ func (s *segment) syncIndexes() error {
 // entry of a closed segment's time index is its largest timestamp.
 // REQUIRES: Log.mu held.
 func (s *segment) finalizeLocked() error {
-	if s.maxTs >= 0 && s.maxTs > s.timeIdx.last.key && !s.timeIdx.full() {
-		return s.timeIdx.append(indexEntry{s.maxTs, s.offMaxTs}, s.base)
+	if maxTs, off := s.times.get(); maxTs >= 0 && maxTs > s.timeIdx.last.key && !s.timeIdx.full() {
+		return s.timeIdx.append(indexEntry{maxTs, off}, s.base)
 	}
 	return nil
 }
@@ -201,8 +205,8 @@ func (s *segment) finalizeLocked() error {
 // pos was written, adding index entries when index.interval.bytes is due.
 // REQUIRES: Log.mu held.
 func (s *segment) noteBatchLocked(h recordbatch.Header, pos int64, size int64, interval int32) error {
-	if ts := h.MaxTimestamp(); ts > s.maxTs {
-		s.maxTs, s.offMaxTs = ts, h.LastOffset()
+	if ts := h.MaxTimestamp(); ts > s.times.max.Load() {
+		s.times.set(ts, h.LastOffset())
 	}
 	if pos == 0 {
 		s.rollTs, s.rollTsKnown = h.MaxTimestamp(), true
@@ -211,8 +215,8 @@ func (s *segment) noteBatchLocked(h recordbatch.Header, pos int64, size int64, i
 		if err := s.offIdx.append(indexEntry{h.LastOffset(), pos}, s.base); err != nil {
 			return err
 		}
-		if s.maxTs > s.timeIdx.last.key {
-			if err := s.timeIdx.append(indexEntry{s.maxTs, s.offMaxTs}, s.base); err != nil {
+		if maxTs, off := s.times.get(); maxTs > s.timeIdx.last.key {
+			if err := s.timeIdx.append(indexEntry{maxTs, off}, s.base); err != nil {
 				return err
 			}
 		}
@@ -239,4 +243,23 @@ func (s *segment) loadRollTsLocked() {
 	if h, err := recordbatch.ParseHeader(b[:]); err == nil {
 		s.rollTs = h.MaxTimestamp()
 	}
+}
+
+// largestTimestamp is a segment's largest timestamp and the offset that
+// carries it, readable while a lazy load sets them: set stores the offset
+// first and get loads the timestamp first, so a reader that sees the
+// timestamp sees its offset (a listed segment is loaded once; the
+// active segment's pair changes only under Log.mu, where it is read).
+type largestTimestamp struct {
+	max, off atomic.Int64
+}
+
+func (t *largestTimestamp) set(maxTs, off int64) {
+	t.off.Store(off)
+	t.max.Store(maxTs)
+}
+
+func (t *largestTimestamp) get() (maxTs, off int64) {
+	maxTs = t.max.Load()
+	return maxTs, t.off.Load()
 }

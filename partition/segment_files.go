@@ -28,8 +28,11 @@ package partition
 import (
 	"container/list"
 	"errors"
+	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/kcompatd/kcompatd/internal/vfs"
 )
 
 // DefaultOpenSegments is Config.OpenSegments' default: idle inactive
@@ -197,12 +200,21 @@ func (s *segment) syncData(indexes bool) error {
 	return err
 }
 
-// retired notes that the segment's files were renamed with suffix, so a
-// later use opens them under their new names.
-func (s *segment) retired(suffix string) {
+// retire renames the segment's files with suffix, and notes it so that a
+// later use opens them under their new names. Under closeMu, so that a
+// use opening the files sees them all under one name, before or after
+// (renames do not disturb files already open); a rename that fails
+// midway leaves the data dir offline.
+func (s *segment) retire(fsys vfs.FS, suffix string) error {
 	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		if err := fsys.Rename(s.path(suf), s.path(suf)+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return storageError(err)
+		}
+	}
 	s.fileExtra = suffix
-	s.closeMu.Unlock()
+	return nil
 }
 
 // openFilesLocked opens the three files (at their current names: a

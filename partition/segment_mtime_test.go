@@ -25,7 +25,7 @@ func TestReplaceSegmentsKeepsLastModified(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	tp, err := s.CreateTopic("t", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "100"}, false)
+	tp, err := s.CreateTopic("t", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "100"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,8 @@ type Store struct {
 	// open (segment_files.go).
 	openSegs *openSegments
 
-	bg     sync.WaitGroup // background goroutines: flushes, removals
+	work   *fileWork      // background file work (filework.go)
+	bg     sync.WaitGroup // store-level background work: directory removals
 	stop   chan struct{}
 	loopWG sync.WaitGroup
 }
@@ -156,6 +157,7 @@ func Open(cfg Config) (*Store, error) {
 		stop:   make(chan struct{}),
 	}
 	s.openSegs = &openSegments{max: cfg.OpenSegments}
+	s.work = newFileWork(s.clock, s.logger, cfg.FileWorkers)
 	if err := s.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: creating data dir: %w", err)
 	}
@@ -676,14 +678,13 @@ func (s *Store) removeAsync(path string) {
 	})
 }
 
-// goBackground runs f on a goroutine that Close waits for.
+// goBackground runs f on the file-work pool; Close waits for it.
 func (s *Store) goBackground(f func()) {
 	s.bg.Add(1)
-	go func() {
+	s.work.submit(func() {
 		defer s.bg.Done()
-		defer panics.Log(s.logger, "background file work panicked")
 		f()
-	}()
+	})
 }
 
 // Topic returns the named topic, or nil.

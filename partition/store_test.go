@@ -44,8 +44,11 @@ func TestResolveLogConfig(t *testing.T) {
 		chk  func(LogConfig) bool
 	}{
 		{"defaults", nil, "", func(c LogConfig) bool { return c == DefaultLogConfig() }},
-		{"segment.bytes floor", map[string]string{"segment.bytes": "14"}, "", func(c LogConfig) bool { return c.SegmentBytes == 14 }},
-		{"segment.bytes below floor", map[string]string{"segment.bytes": "13"}, "Invalid value 13 for configuration segment.bytes: Value must be at least 14", nil},
+		{"segment.bytes floor", map[string]string{"segment.bytes": "1048576"}, "", func(c LogConfig) bool { return c.SegmentBytes == 1048576 }},
+		{"segment.bytes below floor (Kafka 4)", map[string]string{"segment.bytes": "1048575"}, "Invalid value 1048575 for configuration segment.bytes: Value must be at least 1048576", nil},
+		// Kafka 4's internal, test-only override, whatever segment.bytes says.
+		{"internal.segment.bytes", map[string]string{"internal.segment.bytes": "14", "segment.bytes": "2000000"}, "", func(c LogConfig) bool { return c.SegmentBytes == 14 }},
+		{"internal.segment.bytes below floor", map[string]string{"internal.segment.bytes": "13"}, "Invalid value 13 for configuration internal.segment.bytes: Value must be at least 14", nil},
 		{"not a number", map[string]string{"segment.ms": "soon"}, "Invalid value soon for configuration segment.ms: Not a number of type LONG", nil},
 		{"int overflow", map[string]string{"segment.bytes": "4294967296"}, "Not a number of type INT", nil},
 		{"unknown name", map[string]string{"segment.byte": "100"}, "Unknown topic config name: segment.byte", nil},
@@ -59,13 +62,14 @@ func TestResolveLogConfig(t *testing.T) {
 		{"ratio range", map[string]string{"min.cleanable.dirty.ratio": "1.5"}, "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value must be no more than 1", nil},
 		{"retention forever", map[string]string{"retention.ms": "-1"}, "", func(c LogConfig) bool { return c.RetentionMs == -1 }},
 		{"retention too low", map[string]string{"retention.ms": "-2"}, "Value must be at least -1", nil},
-		{"stored only", map[string]string{"min.insync.replicas": "2", "preallocate": "true", "unclean.leader.election.enable": "false", "message.format.version": "3.0-IV1"}, "", nil},
+		{"stored only", map[string]string{"min.insync.replicas": "2", "preallocate": "true", "unclean.leader.election.enable": "false"}, "", nil},
 		{"boolean bad", map[string]string{"preallocate": "yes"}, "Expected value to be either true or false", nil},
-		// Kafka's MetadataVersionValidator and ThrottledReplicaListValidator.
-		{"message.format.version release", map[string]string{"message.format.version": "2.8.1"}, "", nil},
-		{"message.format.version 0.x", map[string]string{"message.format.version": "0.10.2-IV0"}, "", nil},
-		{"message.format.version bad", map[string]string{"message.format.version": "junk"}, "Invalid value junk for configuration message.format.version: Version junk is not a valid version", nil},
-		{"message.format.version bad IV", map[string]string{"message.format.version": "3.0-IV2"}, "Version 3.0-IV2 is not a valid version", nil},
+		// Kafka 4.3.1 knows none of these (asked of a 4.3.1 broker).
+		{"message.format.version", map[string]string{"message.format.version": "3.0-IV1"}, "Unknown topic config name: message.format.version", nil},
+		{"message.downconversion.enable", map[string]string{"message.downconversion.enable": "true"}, "Unknown topic config name: message.downconversion.enable", nil},
+		{"message.timestamp.difference.max.ms", map[string]string{"message.timestamp.difference.max.ms": "1000"}, "Unknown topic config name: message.timestamp.difference.max.ms", nil},
+		{"timestamp.after.max.ms default", nil, "", func(c LogConfig) bool { _, after := c.TimestampBounds(); return after == 3600000 }},
+		// Kafka's ThrottledReplicaListValidator.
 		{"throttled wildcard", map[string]string{"leader.replication.throttled.replicas": " * "}, "", nil},
 		{"throttled list", map[string]string{"follower.replication.throttled.replicas": "0:1, 1:1"}, "", nil},
 		{"throttled bad", map[string]string{"leader.replication.throttled.replicas": "0:x"}, "leader.replication.throttled.replicas must be the literal '*' or a list of replicas", nil},
@@ -349,7 +353,7 @@ func TestMetadataFilesBounded(t *testing.T) {
 	if _, err := s.AlterTopicConfig("t", ReplaceConfigs(map[string]string{"follower.replication.throttled.replicas": big}), false); !errors.Is(err, ErrMetadataTooLarge) {
 		t.Fatalf("AlterTopicConfig: %v", err)
 	}
-	if err := s.AlterDynamicBrokerConfigs(false, ReplaceConfigs(map[string]string{"log.message.format.version": "3.0" + strings.Repeat(".0", 3000)}), false); !errors.Is(err, ErrMetadataTooLarge) {
+	if err := s.AlterDynamicBrokerConfigs(false, ReplaceConfigs(map[string]string{"log.retention.ms": strings.Repeat("0", 5000) + "1000"}), false); !errors.Is(err, ErrMetadataTooLarge) {
 		t.Fatalf("AlterDynamicBrokerConfigs: %v", err)
 	}
 	if s.Offline() != nil {
@@ -402,7 +406,8 @@ func TestRecreatedTopicIgnoresOldCheckpoints(t *testing.T) {
 
 // A catalog written by an older kcompatd, whose topic configs this one
 // refuses (message.format.version and the throttled replica lists took any
-// string before), still opens: the refused overrides are dropped, the
+// string before; Kafka 4 knows no message.format.version and wants
+// segment.bytes of 1 MiB at least), still opens: the refused overrides are dropped, the
 // others kept.
 func TestCatalogWithOverridesNoLongerValid(t *testing.T) {
 	e := newEnv(t)
@@ -416,7 +421,7 @@ func TestCatalogWithOverridesNoLongerValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = bytes.Replace(data, []byte(`"retention.ms": "1000"`), []byte(`"leader.replication.throttled.replicas": "x", "message.format.version": "foo", "retention.ms": "1000"`), 1)
+	data = bytes.Replace(data, []byte(`"retention.ms": "1000"`), []byte(`"leader.replication.throttled.replicas": "x", "message.format.version": "foo", "segment.bytes": "14", "retention.ms": "1000"`), 1)
 	if !bytes.Contains(data, []byte("message.format.version")) {
 		t.Fatalf("catalog not as expected: %s", data)
 	}

@@ -38,7 +38,8 @@ func (l *Log) timeSnapshot() []segTimes {
 			// position in the old one (all of it below the HW).
 			limit = min(hw.pos, limit)
 		}
-		out = append(out, segTimes{s, limit, s.maxTs, s.offMaxTs})
+		maxTs, off := s.times.get()
+		out = append(out, segTimes{s, limit, maxTs, off})
 	}
 	return out
 }

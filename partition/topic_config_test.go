@@ -24,12 +24,12 @@ func openDynStore(t *testing.T, dir string, static LogConfig) *Store {
 func TestDynamicBrokerConfigsPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	static := DefaultLogConfig()
-	static.SegmentBytes = 9000
+	static.SegmentBytes = 9437184
 	s := openDynStore(t, dir, static)
 	if _, err := s.CreateTopic("plain", 2, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateTopic("over", 1, map[string]string{"segment.bytes": "3000"}, false); err != nil {
+	if _, err := s.CreateTopic("over", 1, map[string]string{"segment.bytes": "3145728"}, false); err != nil {
 		t.Fatal(err)
 	}
 	seg := func(topic string) int32 {
@@ -47,11 +47,11 @@ func TestDynamicBrokerConfigsPrecedence(t *testing.T) {
 		configs     map[string]string
 		plain, over int32
 	}{
-		{false, map[string]string{"log.segment.bytes": "5000", "log.cleanup.policy": "compact"}, 5000, 3000},
-		{true, map[string]string{"log.segment.bytes": "4000"}, 4000, 3000},
-		{false, map[string]string{}, 4000, 3000},
-		{true, nil, 9000, 3000},
-		{false, map[string]string{"log.segment.bytes": "6000"}, 6000, 3000},
+		{false, map[string]string{"log.segment.bytes": "5242880", "log.cleanup.policy": "compact"}, 5242880, 3145728},
+		{true, map[string]string{"log.segment.bytes": "4194304"}, 4194304, 3145728},
+		{false, map[string]string{}, 4194304, 3145728},
+		{true, nil, 9437184, 3145728},
+		{false, map[string]string{"log.segment.bytes": "6291456"}, 6291456, 3145728},
 	}
 	for i, st := range steps {
 		if err := s.AlterDynamicBrokerConfigs(st.perBroker, ReplaceConfigs(st.configs), false); err != nil {
@@ -65,14 +65,14 @@ func TestDynamicBrokerConfigsPrecedence(t *testing.T) {
 		t.Errorf("replaced cluster default still applies log.cleanup.policy")
 	}
 	// validateOnly and bad values change nothing.
-	if err := s.AlterDynamicBrokerConfigs(false, ReplaceConfigs(map[string]string{"log.segment.bytes": "7000"}), true); err != nil {
+	if err := s.AlterDynamicBrokerConfigs(false, ReplaceConfigs(map[string]string{"log.segment.bytes": "7340032"}), true); err != nil {
 		t.Fatal(err)
 	}
 	err := s.AlterDynamicBrokerConfigs(false, ReplaceConfigs(map[string]string{"log.segment.bytes": "1"}), false)
-	if !errors.Is(err, ErrInvalidConfig) || err.Error() != "Invalid value 1 for configuration log.segment.bytes: Value must be at least 14" {
+	if !errors.Is(err, ErrInvalidConfig) || err.Error() != "Invalid value 1 for configuration log.segment.bytes: Value must be at least 1048576" {
 		t.Fatalf("bad value: %v", err)
 	}
-	if seg("plain") != 6000 {
+	if seg("plain") != 6291456 {
 		t.Fatalf("validateOnly or a failed alter changed the config")
 	}
 	if err := s.Close(); err != nil {
@@ -81,11 +81,11 @@ func TestDynamicBrokerConfigsPrecedence(t *testing.T) {
 
 	s = openDynStore(t, dir, static)
 	defer s.Close()
-	if seg("plain") != 6000 || seg("over") != 3000 || s.Defaults().SegmentBytes != 6000 {
+	if seg("plain") != 6291456 || seg("over") != 3145728 || s.Defaults().SegmentBytes != 6291456 {
 		t.Fatalf("after restart: plain=%d over=%d defaults=%d", seg("plain"), seg("over"), s.Defaults().SegmentBytes)
 	}
 	def, br := s.DynamicBrokerConfigs()
-	if def["log.segment.bytes"] != "6000" || len(br) != 0 {
+	if def["log.segment.bytes"] != "6291456" || len(br) != 0 {
 		t.Fatalf("after restart: %v %v", def, br)
 	}
 }

@@ -15,7 +15,7 @@ func TestTxnIndexThroughSwapAndRetention(t *testing.T) {
 	for _, keepMarker := range []bool{true, false} {
 		e := newEnv(t)
 		s := e.open()
-		l := mustCreate(t, s, "t", 1, map[string]string{"segment.bytes": "150", "file.delete.delay.ms": "1000"}).Partitions[0]
+		l := mustCreate(t, s, "t", 1, map[string]string{"internal.segment.bytes": "150", "file.delete.delay.ms": "1000"}).Partitions[0]
 		mustAppend(t, l, pidBatch(t, 5, 0, 0, 2, true)) // 0-1, segment 0
 		if _, err := l.WriteTxnMarker(TxnMarker{ProducerID: 5, CoordinatorEpoch: 1}); err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ func deref(p *string) string {
 // the wire.
 func TestDescribeConfigsEveryVersion(t *testing.T) {
 	b := startBroker(t, nil)
-	b.createTopic(t, "t", 1, map[string]string{"segment.bytes": " 1000 ", "cleanup.policy": "compact, delete"})
+	b.createTopic(t, "t", 1, map[string]string{"segment.bytes": " 1049576 ", "cleanup.policy": "compact, delete"})
 	for v := int16(0); v <= 4; v++ {
 		w := dialWire(t, b.addr)
 		res := oneDescribed(t, w.roundTrip(describeConfigsReq(v, resourceTopic, "t")))
@@ -70,7 +70,7 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 		seg := configNamed(t, res, "segment.bytes")
 		ret := configNamed(t, res, "retention.ms")
 		pol := configNamed(t, res, "cleanup.policy")
-		if deref(seg.Value) != "1000" || deref(pol.Value) != "compact,delete" || deref(ret.Value) != "604800000" {
+		if deref(seg.Value) != "1049576" || deref(pol.Value) != "compact,delete" || deref(ret.Value) != "604800000" {
 			t.Errorf("v%d: values %s %s %s", v, deref(seg.Value), deref(pol.Value), deref(ret.Value))
 		}
 		if seg.ReadOnly || seg.IsSensitive {
@@ -116,7 +116,7 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 func TestDescribeConfigsResources(t *testing.T) {
 	b := startBroker(t, func(c *Config) {
 		c.BrokerConfigs = []BrokerConfig{
-			{Def: configdef.Def{Name: "log.segment.bytes", Type: configdef.Int, Default: "1073741824"}, Value: "2000", Set: true},
+			{Def: configdef.Def{Name: "log.segment.bytes", Type: configdef.Int, Default: "1073741824"}, Value: "1050576", Set: true},
 			{Def: configdef.Def{Name: "num.partitions", Type: configdef.Int, Default: "1"}, Value: "1"},
 		}
 	})
@@ -163,7 +163,7 @@ func TestDescribeConfigsResources(t *testing.T) {
 	// properties; this test's store keeps Kafka's.)
 	res := oneDescribed(t, dialWire(t, b.addr).roundTrip(describeConfigsReq(4, resourceTopic, "t", "segment.bytes")))
 	seg := configNamed(t, res, "segment.bytes")
-	if seg.Source != configSourceStaticBroker || len(seg.ConfigSynonyms) != 2 || deref(seg.ConfigSynonyms[0].Value) != "2000" {
+	if seg.Source != configSourceStaticBroker || len(seg.ConfigSynonyms) != 2 || deref(seg.ConfigSynonyms[0].Value) != "1050576" {
 		t.Errorf("segment.bytes = %s source %d synonyms %+v", deref(seg.Value), seg.Source, seg.ConfigSynonyms)
 	}
 	res = oneDescribed(t, dialWire(t, b.addr).roundTrip(describeConfigsReq(4, resourceBroker, "1")))
@@ -212,16 +212,16 @@ func TestAlterConfigsEveryVersion(t *testing.T) {
 	b := startBroker(t, nil)
 	b.createTopic(t, "t", 2, map[string]string{"retention.ms": "1000"})
 	for v := int16(0); v <= 2; v++ {
-		resp := dialWire(t, b.addr).roundTrip(alterReq(v, resourceTopic, "t", "segment.bytes", "5000")).(*kmsg.AlterConfigsResponse)
+		resp := dialWire(t, b.addr).roundTrip(alterReq(v, resourceTopic, "t", "segment.bytes", "1053576")).(*kmsg.AlterConfigsResponse)
 		if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
 			t.Fatalf("v%d: %+v", v, resp.Resources)
 		}
 		tp := b.store.Topic("t")
-		if tp.Overrides["segment.bytes"] != "5000" || len(tp.Overrides) != 1 {
+		if tp.Overrides["segment.bytes"] != "1053576" || len(tp.Overrides) != 1 {
 			t.Fatalf("v%d: legacy alter replaces the set: %v", v, tp.Overrides)
 		}
 		for _, l := range tp.Partitions {
-			if l.Config().SegmentBytes != 5000 {
+			if l.Config().SegmentBytes != 1053576 {
 				t.Fatalf("v%d: log not updated", v)
 			}
 		}
@@ -234,7 +234,7 @@ func TestIncrementalAlterConfigsEveryVersion(t *testing.T) {
 	b.createTopic(t, "t", 1, map[string]string{"retention.ms": "1000"})
 	for v := int16(0); v <= 1; v++ {
 		resp := dialWire(t, b.addr).roundTrip(incReq(v, resourceTopic, "t",
-			incOp{"segment.bytes", opSet, strp("6000")},
+			incOp{"segment.bytes", opSet, strp("1054576")},
 			incOp{"retention.ms", opDelete, nil},
 			incOp{"cleanup.policy", opAppend, strp("compact")},
 		)).(*kmsg.IncrementalAlterConfigsResponse)
@@ -242,11 +242,11 @@ func TestIncrementalAlterConfigsEveryVersion(t *testing.T) {
 			t.Fatalf("v%d: %+v", v, resp.Resources)
 		}
 		tp := b.store.Topic("t")
-		if tp.Overrides["segment.bytes"] != "6000" || tp.Overrides["cleanup.policy"] != "delete,compact" || len(tp.Overrides) != 2 {
+		if tp.Overrides["segment.bytes"] != "1054576" || tp.Overrides["cleanup.policy"] != "delete,compact" || len(tp.Overrides) != 2 {
 			t.Fatalf("v%d: overrides %v", v, tp.Overrides)
 		}
 		c := tp.Partitions[0].Config()
-		if c.SegmentBytes != 6000 || !c.Compact() || !c.Delete() || c.RetentionMs != 604800000 {
+		if c.SegmentBytes != 1054576 || !c.Compact() || !c.Delete() || c.RetentionMs != 604800000 {
 			t.Fatalf("v%d: log config %+v", v, c)
 		}
 		b.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"retention.ms": "1000"}), false)
@@ -264,8 +264,8 @@ func TestAlterConfigsErrors(t *testing.T) {
 		code     int16
 		msg      string
 	}{
-		{"bad value", resourceTopic, "t", []incOp{{"segment.bytes", opSet, strp("10")}}, kerr.InvalidConfig.Code,
-			"Invalid value 10 for configuration segment.bytes: Value must be at least 14"},
+		{"bad value", resourceTopic, "t", []incOp{{"segment.bytes", opSet, strp("1048575")}}, kerr.InvalidConfig.Code,
+			"Invalid value 1048575 for configuration segment.bytes: Value must be at least 1048576"},
 		{"not a number", resourceTopic, "t", []incOp{{"retention.ms", opSet, strp("soon")}}, kerr.InvalidConfig.Code,
 			"Invalid value soon for configuration retention.ms: Not a number of type LONG"},
 		{"unknown name", resourceTopic, "t", []incOp{{"no.such", opSet, strp("1")}}, kerr.InvalidConfig.Code,
@@ -274,18 +274,18 @@ func TestAlterConfigsErrors(t *testing.T) {
 			"Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."},
 		{"append to non-list", resourceTopic, "t", []incOp{{"segment.bytes", opAppend, strp("1")}}, kerr.InvalidConfig.Code,
 			"Can't APPEND to key segment.bytes because its type is not LIST."},
-		{"unknown topic", resourceTopic, "nope", []incOp{{"segment.bytes", opSet, strp("1000")}}, kerr.UnknownTopicOrPartition.Code,
+		{"unknown topic", resourceTopic, "nope", []incOp{{"segment.bytes", opSet, strp("1049576")}}, kerr.UnknownTopicOrPartition.Code,
 			"The topic 'nope' does not exist."},
 		{"default topic", resourceTopic, "", nil, kerr.InvalidRequest.Code, "Default topic resources are not allowed."},
 		{"null value", resourceTopic, "t", []incOp{{"segment.bytes", opSet, nil}}, kerr.InvalidRequest.Code, "Null value not supported for : segment.bytes"},
-		{"duplicate keys", resourceTopic, "t", []incOp{{"segment.bytes", opSet, strp("1000")}, {"segment.bytes", opDelete, nil}}, kerr.InvalidRequest.Code,
+		{"duplicate keys", resourceTopic, "t", []incOp{{"segment.bytes", opSet, strp("1049576")}, {"segment.bytes", opDelete, nil}}, kerr.InvalidRequest.Code,
 			"Error due to duplicate config keys"},
-		{"unknown op", resourceTopic, "t", []incOp{{"segment.bytes", 9, strp("1000")}}, kerr.InvalidRequest.Code, "Unknown operations type 9"},
+		{"unknown op", resourceTopic, "t", []incOp{{"segment.bytes", 9, strp("1049576")}}, kerr.InvalidRequest.Code, "Unknown operations type 9"},
 		{"read-only broker config", resourceBroker, "1", []incOp{{"num.partitions", opSet, strp("3")}}, kerr.InvalidRequest.Code,
 			"Cannot update these configs dynamically: Set(num.partitions)"},
 		{"bad broker value", resourceBroker, "", []incOp{{"log.segment.bytes", opSet, strp("x")}}, kerr.InvalidRequest.Code,
 			"Invalid value x for configuration log.segment.bytes: Not a number of type INT"},
-		{"other broker", resourceBroker, "7", []incOp{{"log.segment.bytes", opSet, strp("1000")}}, kerr.InvalidRequest.Code,
+		{"other broker", resourceBroker, "7", []incOp{{"log.segment.bytes", opSet, strp("1049576")}}, kerr.InvalidRequest.Code,
 			"Unexpected broker id, expected 1, but received 7"},
 		{"logger", resourceBrokerLogger, "1", []incOp{{"root", opSet, strp("DEBUG")}}, kerr.InvalidRequest.Code, ""},
 	} {
@@ -302,7 +302,7 @@ func TestAlterConfigsErrors(t *testing.T) {
 	}
 	// Legacy AlterConfigs knows no loggers; a resource named twice fails both.
 	req := alterReq(2, resourceBrokerLogger, "1", "root", "DEBUG")
-	req.Resources = append(req.Resources, alterReq(2, resourceTopic, "t", "segment.bytes", "1000").Resources[0], alterReq(2, resourceTopic, "t").Resources[0])
+	req.Resources = append(req.Resources, alterReq(2, resourceTopic, "t", "segment.bytes", "1049576").Resources[0], alterReq(2, resourceTopic, "t").Resources[0])
 	resp := dialWire(t, b.addr).roundTrip(req).(*kmsg.AlterConfigsResponse)
 	want := []struct {
 		code int16
@@ -321,7 +321,7 @@ func TestAlterConfigsErrors(t *testing.T) {
 func TestDynamicBrokerConfigs(t *testing.T) {
 	b := startBroker(t, nil)
 	b.createTopic(t, "plain", 1, nil)
-	b.createTopic(t, "over", 1, map[string]string{"segment.bytes": "3000"})
+	b.createTopic(t, "over", 1, map[string]string{"segment.bytes": "1051576"})
 	inc := func(broker string, ops ...incOp) {
 		t.Helper()
 		resp := dialWire(t, b.addr).roundTrip(incReq(1, resourceBroker, broker, ops...)).(*kmsg.IncrementalAlterConfigsResponse)
@@ -340,17 +340,17 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 			t.Errorf("%s: log has segment.bytes %d, want %s", topic, got, want)
 		}
 	}
-	inc("", incOp{"log.segment.bytes", opSet, strp("5000")})
-	check("plain", "5000", configSourceDynamicDefaultBroker, 2)
-	check("over", "3000", configSourceDynamicTopic, 3)
-	inc("1", incOp{"log.segment.bytes", opSet, strp("4000")})
-	check("plain", "4000", configSourceDynamicBroker, 3)
+	inc("", incOp{"log.segment.bytes", opSet, strp("1053576")})
+	check("plain", "1053576", configSourceDynamicDefaultBroker, 2)
+	check("over", "1051576", configSourceDynamicTopic, 3)
+	inc("1", incOp{"log.segment.bytes", opSet, strp("1052576")})
+	check("plain", "1052576", configSourceDynamicBroker, 3)
 	res := oneDescribed(t, dialWire(t, b.addr).roundTrip(describeConfigsReq(4, resourceBroker, "", "log.segment.bytes")))
-	if c := configNamed(t, res, "log.segment.bytes"); deref(c.Value) != "5000" || c.Source != configSourceDynamicDefaultBroker || len(c.ConfigSynonyms) != 1 {
+	if c := configNamed(t, res, "log.segment.bytes"); deref(c.Value) != "1053576" || c.Source != configSourceDynamicDefaultBroker || len(c.ConfigSynonyms) != 1 {
 		t.Errorf("cluster default %+v", c)
 	}
 	inc("1", incOp{"log.segment.bytes", opDelete, nil})
-	check("plain", "5000", configSourceDynamicDefaultBroker, 2)
+	check("plain", "1053576", configSourceDynamicDefaultBroker, 2)
 	inc("", incOp{"log.segment.bytes", opDelete, nil})
 	check("plain", "1073741824", configSourceDefault, 1)
 
@@ -382,13 +382,13 @@ func checkConfigsVersion(t *testing.T, b *testBroker, w *wire, key, v int16) {
 			t.Fatalf("%+v", res)
 		}
 	case 33:
-		resp := w.roundTrip(alterReq(v, resourceTopic, name, "segment.bytes", "2000")).(*kmsg.AlterConfigsResponse)
-		if resp.Resources[0].ErrorCode != 0 || b.store.Topic(name).Partitions[0].Config().SegmentBytes != 2000 {
+		resp := w.roundTrip(alterReq(v, resourceTopic, name, "segment.bytes", "1050576")).(*kmsg.AlterConfigsResponse)
+		if resp.Resources[0].ErrorCode != 0 || b.store.Topic(name).Partitions[0].Config().SegmentBytes != 1050576 {
 			t.Fatalf("%+v", resp)
 		}
 	case 44:
-		resp := w.roundTrip(incReq(v, resourceTopic, name, incOp{"segment.bytes", opSet, strp("3000")})).(*kmsg.IncrementalAlterConfigsResponse)
-		if resp.Resources[0].ErrorCode != 0 || b.store.Topic(name).Partitions[0].Config().SegmentBytes != 3000 {
+		resp := w.roundTrip(incReq(v, resourceTopic, name, incOp{"segment.bytes", opSet, strp("1051576")})).(*kmsg.IncrementalAlterConfigsResponse)
+		if resp.Resources[0].ErrorCode != 0 || b.store.Topic(name).Partitions[0].Config().SegmentBytes != 1051576 {
 			t.Fatalf("%+v", resp)
 		}
 	}

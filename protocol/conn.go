@@ -27,6 +27,7 @@ var (
 	errUnknownAPI    = errors.New("protocol: unknown api key")
 	errUnsupportedV  = errors.New("protocol: unsupported api version")
 	errBody          = errors.New("protocol: malformed request body")
+	errDecodeBound   = errors.New("protocol: request too large to decode")
 	errHandlerPanic  = errors.New("protocol: handler panicked")
 	errResponseVer   = errors.New("protocol: handler answered at the wrong version")
 	errResponseKind  = errors.New("protocol: handler answered with another api's response")
@@ -469,6 +470,9 @@ func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request
 			return h, a, nil, err
 		}
 		body = body[n:]
+	}
+	if err := checkDecodeBound(h.key, h.version, body); err != nil {
+		return h, a, nil, err
 	}
 	if err := req.ReadFrom(body); err != nil {
 		return h, a, nil, fmt.Errorf("%w: key %d version %d: %v", errBody, h.key, h.version, err)

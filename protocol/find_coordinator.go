@@ -68,16 +68,10 @@ func (s *Server) findCoordinator(r *Request, keyType int8, key string) kmsg.Find
 	}
 	switch keyType {
 	case coordinatorGroup:
-		if s.groups == nil {
-			return fail(kerr.CoordinatorNotAvailable, "The group coordinator is not available.")
-		}
 		if _, err := s.groups.EnsureOffsetsTopic(); err != nil {
 			return fail(kerr.CoordinatorNotAvailable, "The coordinator is not available.")
 		}
 	case coordinatorTransaction:
-		if s.txns == nil {
-			return fail(kerr.CoordinatorNotAvailable, "The transaction coordinator is not available.")
-		}
 		if _, err := s.txns.EnsureTxnTopic(); err != nil {
 			return fail(kerr.CoordinatorNotAvailable, "The coordinator is not available.")
 		}

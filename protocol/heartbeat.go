@@ -23,10 +23,6 @@ import (
 func handleHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if s.groups == nil {
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	if resp.ErrorCode = s.groupAuthCode(r, authz.OpRead, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}

@@ -67,11 +67,6 @@ func clientInfo(r *Request) coordinator.ClientInfo {
 
 func handleJoinGroup(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.JoinGroupRequest)
-	if s.groups == nil {
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation, resp.MemberID = coordinatorNotAvailable, -1, req.MemberID
-		return resp, nil
-	}
 	if code := s.groupAuthCode(r, authz.OpRead, req.Group); code != 0 {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation = code, -1

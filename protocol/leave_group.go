@@ -24,10 +24,6 @@ import (
 func handleLeaveGroup(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if s.groups == nil {
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	if resp.ErrorCode = s.groupAuthCode(r, authz.OpRead, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}

@@ -129,8 +129,6 @@ func handleOffsetCommit(s *Server, r *Request) (kmsg.Response, error) {
 // the group coordinator.
 func (s *Server) commitPartition(topic *partition.Topic, name string, part int32, offset int64, leaderEpoch int32, metadata *string, now int64) (coordinator.CommitPartition, int16) {
 	switch {
-	case s.groups == nil:
-		return coordinator.CommitPartition{}, coordinatorNotAvailable
 	case topic == nil || part < 0 || int(part) >= len(topic.Partitions):
 		return coordinator.CommitPartition{}, kerr.UnknownTopicOrPartition.Code
 	}

@@ -23,10 +23,6 @@ func init() { register(kmsg.OffsetDelete.Int16(), 0, 0, handleOffsetDelete) }
 func handleOffsetDelete(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if s.groups == nil {
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	if resp.ErrorCode = s.groupAuthCode(r, authz.OpDelete, req.Group); resp.ErrorCode != 0 {
 		return resp, nil
 	}

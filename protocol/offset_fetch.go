@@ -126,9 +126,6 @@ func handleOffsetFetch(s *Server, r *Request) (kmsg.Response, error) {
 // fetchOffsets answers one group in the v8 shape, topics and partitions in
 // request order (sorted when all were asked for with nil topics).
 func (s *Server) fetchOffsets(r *Request, group string, topics []fetchTopic, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
-	if s.groups == nil {
-		return s.noOffsets(topics), coordinatorNotAvailable
-	}
 	var ask map[string][]int32
 	if topics != nil {
 		ask = make(map[string][]int32, len(topics))

@@ -142,7 +142,7 @@ func TestProduceBadInput(t *testing.T) {
 
 func TestProduceTimestampRecordErrors(t *testing.T) {
 	b := startBroker(t, nil)
-	b.createTopic(t, "strict", 1, map[string]string{"message.timestamp.difference.max.ms": "1000"})
+	b.createTopic(t, "strict", 1, map[string]string{"message.timestamp.before.max.ms": "1000", "message.timestamp.after.max.ms": "1000"})
 	now := b.nowMs()
 	// Record 1 is 5 s old; records 0 and 2 are fine.
 	batch := testBatch(t, recordbatch.None, now,

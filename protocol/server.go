@@ -14,11 +14,12 @@
 // Memory one connection can hold, at worst (README's Limits says the
 // same): two request frames, the one being served and the one read ahead,
 // each at most Config.MaxRequestBytes (socket.request.max.bytes, 100 MiB by
-// default), plus their decoded form (not yet bounded apart from the frame
-// size; issue 11); a 16 KiB read buffer; and one response being written,
-// for a Fetch at most fetch.max.bytes (55 MiB, fixed at Kafka's default) of
-// record bytes, with its encode buffer kept between responses only up to
-// 1 MiB. With the defaults that is about 256 MiB per connection. Across
+// default), plus the decoded form of the one being served, at most
+// maxDecodedBytes (128 MiB; decode_limits.go); a 16 KiB read buffer; and
+// one response being written, for a Fetch at most fetch.max.bytes (55 MiB,
+// fixed at Kafka's default) of record bytes, with its encode buffer kept
+// between responses only up to 1 MiB. With the defaults that is about 384
+// MiB per connection. Across
 // connections, request frames read and not yet handled can be bounded by
 // queued.max.request.bytes (requestMemory, limits.go; unbounded by
 // default, as in Kafka): past it, readers wait before reading the next

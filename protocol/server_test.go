@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"runtime"
 	"sync"
@@ -89,7 +90,13 @@ func startBrokerOn(t testing.TB, store *partition.Store, clk *clock.Manual, lg z
 // it before the cleanups of what runs over it, so that it closes last.
 func openTestStore(t testing.TB, clk clock.Clock, lg zerolog.Logger) *partition.Store {
 	t.Helper()
-	store, err := partition.Open(partition.Config{Dir: t.TempDir(), NodeID: 1, Clock: clk, Logger: lg})
+	// The manual clocks stand in 2023 while clients stamp records with
+	// the real time: Kafka 4's one-hour message.timestamp.after.max.ms
+	// would refuse them, so these brokers leave it unbounded (as the
+	// static log.message.timestamp.after.max.ms would).
+	defs := partition.DefaultLogConfig()
+	defs.MessageTimestampAfterMaxMs = math.MaxInt64
+	store, err := partition.Open(partition.Config{Dir: t.TempDir(), NodeID: 1, Clock: clk, Logger: lg, Defaults: defs})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

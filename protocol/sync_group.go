@@ -28,11 +28,6 @@ var coordinatorNotAvailable = kerr.CoordinatorNotAvailable.Code
 
 func handleSyncGroup(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.SyncGroupRequest)
-	if s.groups == nil {
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = coordinatorNotAvailable
-		return resp, nil
-	}
 	if code := s.groupAuthCode(r, authz.OpRead, req.Group); code != 0 {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode, resp.MemberAssignment = code, []byte{}

@@ -42,7 +42,9 @@
 #   COMPAT_KEEP            1 keeps the temp dir (broker log, data dir)
 #   COMPAT_DEBUG           1 turns on each client's protocol debug log
 #   COMPAT_BROKER_ARGS     extra kcompatd flags; the default rolls small
-#                          segments with a dense offset index so that reads
+#                          segments (kcompatd.log.internal.segment.bytes: Kafka 4
+#                          wants log.segment.bytes >= 1 MiB) with a dense offset
+#                          index so that reads
 #                          cross segment boundaries and use the index
 set -euo pipefail
 
@@ -78,7 +80,7 @@ AUTHZ_PROPS=()
 case " $CLIENTS " in
   *" java-acl "*) AUTHZ_PROPS=(authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer "super.users=User:ANONYMOUS;User:alice") ;;
 esac
-read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c log.segment.bytes=65536 -c log.index.interval.bytes=1024}"
+read -r -a BROKER_ARGS <<<"${COMPAT_BROKER_ARGS:--c kcompatd.log.internal.segment.bytes=65536 -c log.index.interval.bytes=1024}"
 
 for c in $CLIENTS; do
   case " $ALL_CLIENTS $EXTRA_CLIENTS " in

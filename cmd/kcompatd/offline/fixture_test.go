@@ -93,7 +93,7 @@ func fixture(t *testing.T) string {
 		clk.Advance(time.Millisecond)
 	}
 
-	compacted := mustLog("compacted", map[string]string{"cleanup.policy": "compact", "segment.bytes": fixtureSegBytes})
+	compacted := mustLog("compacted", map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": fixtureSegBytes})
 	for round := 0; round < 4; round++ {
 		var recs []recordbatch.Record
 		for i, k := range []string{"a", "b", "c"} {
