@@ -26,7 +26,10 @@ const (
 	CleanupPolicyConfig   = "cleanup.policy"
 	CompressionTypeConfig = "compression.type"
 	SegmentBytesConfig    = "segment.bytes"
-	RetentionMsConfig     = "retention.ms"
+	// InternalSegmentBytesConfig is the test-only segment size below
+	// segment.bytes' 1 MiB bound (internalSegmentBytes).
+	InternalSegmentBytesConfig = "internal.segment.bytes"
+	RetentionMsConfig          = "retention.ms"
 
 	minCompactionLagConfig = "min.compaction.lag.ms"
 	maxCompactionLagConfig = "max.compaction.lag.ms"
@@ -81,7 +84,7 @@ type LogConfig struct {
 // tests and integration/compat roll tiny segments with it. Kafka has no
 // lower bound; kcompatd wants 14, a batch header's first fields.
 var internalSegmentBytes = topicConfigDef{
-	Def: configdef.Def{Name: "internal.segment.bytes", Type: configdef.Int, Range: configdef.AtLeast(14),
+	Def: configdef.Def{Name: InternalSegmentBytesConfig, Type: configdef.Int, Range: configdef.AtLeast(14),
 		Doc: "The maximum size of a single log file. This should be used for testing only."},
 	apply: func(c *LogConfig, v configdef.Value) { c.internalSegmentBytes = int32(v.Int) },
 }

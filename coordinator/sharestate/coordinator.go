@@ -184,12 +184,19 @@ func (c *Coordinator) EnsureStateTopic() (*partition.Topic, error) {
 	if t := c.store.Topic(StateTopic); t != nil {
 		return t, nil
 	}
-	t, err := c.store.CreateTopic(StateTopic, int32(len(c.shards)), map[string]string{
+	configs := map[string]string{
 		partition.CleanupPolicyConfig:   "delete",
 		partition.CompressionTypeConfig: "producer",
 		partition.SegmentBytesConfig:    strconv.Itoa(int(c.cfg.StateTopicSegmentBytes)),
 		partition.RetentionMsConfig:     "-1",
-	}, false)
+	}
+	if c.cfg.StateTopicSegmentBytes < 1<<20 {
+		// Below segment.bytes' bound (tests): Kafka 4's test-only
+		// internal.segment.bytes.
+		delete(configs, partition.SegmentBytesConfig)
+		configs[partition.InternalSegmentBytesConfig] = strconv.Itoa(int(c.cfg.StateTopicSegmentBytes))
+	}
+	t, err := c.store.CreateTopic(StateTopic, int32(len(c.shards)), configs, false)
 	if errors.Is(err, partition.ErrTopicExists) {
 		if t := c.store.Topic(StateTopic); t != nil {
 			return t, nil
