@@ -220,6 +220,43 @@ func TestBrokerKafkaVersion4x(t *testing.T) {
 	}
 }
 
+// A feature level set by UpdateFeatures survives a restart, as Kafka's do
+// (its metadata log), and reaches the transaction coordinator there.
+func TestBrokerFeatureLevelsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBroker(t, dir, nil)
+	cl, _ := newAdmin(t, b)
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 1, 2
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	resp, err := req.RequestWith(testContext(t), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("UpdateFeatures: %v %+v", err, resp)
+	}
+	cl.Close()
+	b.Close()
+
+	b = newTestBroker(t, dir, nil)
+	_, adm := newAdmin(t, b)
+	vs, err := adm.ApiVersions(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bv := range vs {
+		fin := map[string]int16{}
+		for _, f := range bv.Raw().FinalizedFeatures {
+			fin[f.Name] = f.MaxVersionLevel
+		}
+		if fin["transaction.version"] != 1 || fin["group.version"] != 1 {
+			t.Fatalf("after restart: finalized %v", fin)
+		}
+	}
+	if l := b.txns.TransactionVersion(); l != 1 {
+		t.Fatalf("transaction coordinator at level %d after restart", l)
+	}
+}
+
 // A host name is served on each of its addresses, on one port, so that
 // a client trying ::1 for localhost finds the broker as well as one trying
 // 127.0.0.1; Metadata advertises the name.

@@ -8,12 +8,17 @@ package protocol
 // nor finalized, and the finalized level is the release's default (what
 // a cluster of it is formatted with), within what kcompatd implements.
 //
-// A change through UpdateFeatures lasts until the broker stops: the
-// levels are not persisted (Kafka keeps them in its metadata log); the
-// next start finalizes the defaults again.
+// A change through UpdateFeatures is written to the data dir
+// (partition.FeatureLevelsFile, one "name=level" line per feature, where
+// Kafka writes FeatureLevelRecords to its metadata log) before it takes
+// effect, and read back at start; a saved level outside what the
+// (capped) broker supports is ignored.
 
 import (
+	"bytes"
+	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -30,8 +35,9 @@ type featureState struct {
 	epoch int64
 }
 
-// newFeatureState is brokerFeatures capped by the release vs (nil: none).
-func newFeatureState(vs *kversion.Versions) *featureState {
+// newFeatureState is brokerFeatures capped by the release vs (nil: none),
+// with the levels saved by earlier updates.
+func newFeatureState(vs *kversion.Versions, saved []byte) *featureState {
 	f := &featureState{supported: map[string]featureLevels{}, finalized: map[string]int16{}}
 	var relSupported map[string][2]int16
 	var relFinalized map[string]int16
@@ -54,11 +60,47 @@ func newFeatureState(vs *kversion.Versions) *featureState {
 			fin = min(max(relFinalized[name], lo), hi)
 		}
 		f.supported[name] = featureLevels{min: lo, max: hi}
+		if l, ok := decodeFeatureLevels(saved)[name]; ok && l >= lo && l <= hi {
+			fin = l
+		}
 		if fin != 0 {
 			f.finalized[name] = fin
 		}
 	}
 	return f
+}
+
+// encodeFeatureLevels is the saved form of levels: "name=level" lines,
+// sorted.
+func encodeFeatureLevels(levels map[string]int16) []byte {
+	names := make([]string, 0, len(levels))
+	for n := range levels {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b []byte
+	for _, n := range names {
+		b = fmt.Appendf(b, "%s=%d\n", n, levels[n])
+	}
+	return b
+}
+
+// decodeFeatureLevels reads encodeFeatureLevels' form; lines that do not
+// parse are skipped (the file is read at start, untrusted).
+func decodeFeatureLevels(b []byte) map[string]int16 {
+	out := map[string]int16{}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		name, level, ok := bytes.Cut(line, []byte("="))
+		if !ok || len(name) == 0 {
+			continue
+		}
+		l, err := strconv.ParseInt(string(level), 10, 16)
+		if err != nil || l < 0 {
+			continue
+		}
+		out[string(name)] = int16(l)
+	}
+	return out
 }
 
 // featureView is one consistent read of the levels.
@@ -91,11 +133,24 @@ func (f *featureState) level(name string) int16 {
 	return f.finalized[name]
 }
 
-// set finalizes the levels given, by feature name, in one change.
-func (f *featureState) set(levels map[string]int16) {
+// set finalizes the levels given, by feature name, in one change, once
+// save (nil: none) has stored every served feature's level.
+func (f *featureState) set(levels map[string]int16, save func([]byte) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	next := map[string]int16{}
+	for n := range f.supported {
+		next[n] = f.finalized[n]
+	}
 	for n, l := range levels {
+		next[n] = l
+	}
+	if save != nil {
+		if err := save(encodeFeatureLevels(next)); err != nil {
+			return err
+		}
+	}
+	for n, l := range next {
 		if l == 0 {
 			delete(f.finalized, n)
 		} else {
@@ -103,4 +158,5 @@ func (f *featureState) set(levels map[string]int16) {
 		}
 	}
 	f.epoch++
+	return nil
 }

@@ -315,7 +315,7 @@ func NewServer(cfg Config, store *partition.Store) (*Server, error) {
 	s.fetchSessions = newFetchSessions(cfg)
 	s.groups = cfg.Groups
 	s.txns = cfg.Txns
-	s.features = newFeatureState(cfg.Versions)
+	s.features = newFeatureState(cfg.Versions, s.savedFeatureLevels())
 	s.txns.SetTransactionVersion(s.features.level(transactionVersionFeature))
 	return s, nil
 }

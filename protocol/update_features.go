@@ -23,8 +23,9 @@ package protocol
 //     ApiVersions reports them with the next FinalizedFeaturesEpoch, a
 //     transaction.version change reaches the transaction coordinator
 //     (its record version), group.version 0 turns KIP-848 groups away.
-//     Unlike Kafka, the change is not persisted: a restart finalizes the
-//     defaults again (features.go).
+//     The levels are saved in the data dir first (features.go), so they
+//     survive a restart as Kafka's do; if saving fails the update fails
+//     with UNKNOWN_SERVER_ERROR and nothing changes.
 //   - v0 has AllowDowngrade instead of UpgradeType: true is a safe
 //     downgrade (Kafka's UpdateFeaturesRequest.getFeature).
 //   - On failure the top-level error carries Kafka's "The update failed for
@@ -86,7 +87,12 @@ func handleUpdateFeatures(s *Server, r *Request) (kmsg.Response, error) {
 		}
 	}
 	if !req.ValidateOnly && len(levels) > 0 {
-		s.applyFeatureLevels(levels)
+		if err := s.applyFeatureLevels(levels); err != nil {
+			s.log.Error().Err(err).Msg("saving finalized feature levels failed")
+			resp.ErrorCode = kerr.UnknownServerError.Code
+			resp.ErrorMessage = msgPtr("The update failed for all features: the feature levels could not be saved.")
+			return resp, nil
+		}
 	}
 	if r.Version <= 1 {
 		for _, u := range req.FeatureUpdates {
@@ -130,13 +136,28 @@ func (s *Server) checkFeatureUpdate(v featureView, name string, level int16, upg
 	return ""
 }
 
-// applyFeatureLevels finalizes levels and tells the coordinators.
-func (s *Server) applyFeatureLevels(levels map[string]int16) {
-	s.features.set(levels)
+// applyFeatureLevels saves and finalizes levels, and tells the
+// transaction coordinator.
+func (s *Server) applyFeatureLevels(levels map[string]int16) error {
+	if err := s.features.set(levels, s.store.WriteFeatureLevels); err != nil {
+		return err
+	}
 	if l, ok := levels[transactionVersionFeature]; ok {
 		s.txns.SetTransactionVersion(l)
 	}
 	s.log.Info().Interface("levels", levels).Msg("finalized feature levels updated")
+	return nil
+}
+
+// savedFeatureLevels is what earlier UpdateFeatures saved (nil if none or
+// unreadable, which is logged: the defaults are finalized then).
+func (s *Server) savedFeatureLevels() []byte {
+	b, err := s.store.ReadFeatureLevels()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("reading the saved feature levels failed; finalizing the defaults")
+		return nil
+	}
+	return b
 }
 
 // consumerGroupsEnabled is group.version 1 or more: KIP-848's consumer
