@@ -19,8 +19,8 @@ func TestTxnAddPartitionsTV2Rules(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		setup func(h *txnHarness, pid int64, epoch int16) // before the add
-		pid   int64                                      // added to the producer id
-		epoch int16                                      // added to the epoch
+		pid   int64                                       // added to the producer id
+		epoch int16                                       // added to the epoch
 		want  *kerr.Error
 		state txnState
 	}{
