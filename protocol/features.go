@@ -114,6 +114,11 @@ type featureView struct {
 func (f *featureState) view() featureView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.viewLocked()
+}
+
+// viewLocked is view. REQUIRES: f.mu held.
+func (f *featureState) viewLocked() featureView {
 	v := featureView{supported: make(map[string]featureLevels, len(f.supported)), finalized: make(map[string]int16, len(f.finalized)), epoch: f.epoch}
 	for n, l := range f.supported {
 		v.names = append(v.names, n)
@@ -133,11 +138,16 @@ func (f *featureState) level(name string) int16 {
 	return f.finalized[name]
 }
 
-// set finalizes the levels given, by feature name, in one change, once
-// save (nil: none) has stored every served feature's level.
-func (f *featureState) set(levels map[string]int16, save func([]byte) error) error {
+// update finalizes the levels decide picks from the current ones (none:
+// nothing changes), in one change, once save (nil: none) has stored every
+// served feature's level; it returns what was finalized.
+func (f *featureState) update(decide func(featureView) map[string]int16, save func([]byte) error) (map[string]int16, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	levels := decide(f.viewLocked())
+	if len(levels) == 0 {
+		return nil, nil
+	}
 	next := map[string]int16{}
 	for n := range f.supported {
 		next[n] = f.finalized[n]
@@ -147,7 +157,7 @@ func (f *featureState) set(levels map[string]int16, save func([]byte) error) err
 	}
 	if save != nil {
 		if err := save(encodeFeatureLevels(next)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for n, l := range next {
@@ -158,5 +168,5 @@ func (f *featureState) set(levels map[string]int16, save func([]byte) error) err
 		}
 	}
 	f.epoch++
-	return nil
+	return levels, nil
 }

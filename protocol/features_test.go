@@ -74,3 +74,9 @@ func FuzzDecodeFeatureLevels(f *testing.F) {
 		}
 	})
 }
+
+// set finalizes levels (update without a choice).
+func (f *featureState) set(levels map[string]int16, save func([]byte) error) error {
+	_, err := f.update(func(featureView) map[string]int16 { return levels }, save)
+	return err
+}

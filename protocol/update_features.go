@@ -67,32 +67,47 @@ var kafkaFeatureNames = map[string]bool{
 func handleUpdateFeatures(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.UpdateFeaturesRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
-	v := s.features.view()
-	levels := map[string]int16{}
-	for _, u := range req.FeatureUpdates {
-		upgradeType := u.UpgradeType
-		if r.Version == 0 {
-			upgradeType = upgradeTypeUpgrade
-			if u.AllowDowngrade {
-				upgradeType = upgradeTypeSafeDowngrade
+	// Checked and applied under the levels' lock, so concurrent updates
+	// are serialized as by Kafka's controller.
+	var failure string
+	decide := func(v featureView) map[string]int16 {
+		levels := map[string]int16{}
+		for _, u := range req.FeatureUpdates {
+			upgradeType := u.UpgradeType
+			if r.Version == 0 {
+				upgradeType = upgradeTypeUpgrade
+				if u.AllowDowngrade {
+					upgradeType = upgradeTypeSafeDowngrade
+				}
+			}
+			if failure = s.checkFeatureUpdate(v, u.Feature, u.MaxVersionLevel, upgradeType); failure != "" {
+				return nil
+			}
+			if _, ok := v.supported[u.Feature]; ok {
+				levels[u.Feature] = u.MaxVersionLevel
 			}
 		}
-		if msg := s.checkFeatureUpdate(v, u.Feature, u.MaxVersionLevel, upgradeType); msg != "" {
-			resp.ErrorCode = kerr.InvalidUpdateVersion.Code
-			resp.ErrorMessage = msgPtr("The update failed for all features since the following feature had an error: " + msg)
-			return resp, nil
+		if req.ValidateOnly {
+			return nil
 		}
-		if _, ok := v.supported[u.Feature]; ok {
-			levels[u.Feature] = u.MaxVersionLevel
-		}
+		return levels
 	}
-	if !req.ValidateOnly && len(levels) > 0 {
-		if err := s.applyFeatureLevels(levels); err != nil {
-			s.log.Error().Err(err).Msg("saving finalized feature levels failed")
-			resp.ErrorCode = kerr.UnknownServerError.Code
-			resp.ErrorMessage = msgPtr("The update failed for all features: the feature levels could not be saved.")
-			return resp, nil
+	levels, err := s.features.update(decide, s.store.WriteFeatureLevels)
+	switch {
+	case failure != "":
+		resp.ErrorCode = kerr.InvalidUpdateVersion.Code
+		resp.ErrorMessage = msgPtr("The update failed for all features since the following feature had an error: " + failure)
+		return resp, nil
+	case err != nil:
+		s.log.Error().Err(err).Msg("saving finalized feature levels failed")
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		resp.ErrorMessage = msgPtr("The update failed for all features: the feature levels could not be saved.")
+		return resp, nil
+	case len(levels) > 0:
+		if l, ok := levels[transactionVersionFeature]; ok {
+			s.txns.SetTransactionVersion(l)
 		}
+		s.log.Info().Interface("levels", levels).Msg("finalized feature levels updated")
 	}
 	if r.Version <= 1 {
 		for _, u := range req.FeatureUpdates {
@@ -134,19 +149,6 @@ func (s *Server) checkFeatureUpdate(v featureView, name string, level int16, upg
 		return invalid(fmt.Sprintf("Feature %s not found.", name))
 	}
 	return ""
-}
-
-// applyFeatureLevels saves and finalizes levels, and tells the
-// transaction coordinator.
-func (s *Server) applyFeatureLevels(levels map[string]int16) error {
-	if err := s.features.set(levels, s.store.WriteFeatureLevels); err != nil {
-		return err
-	}
-	if l, ok := levels[transactionVersionFeature]; ok {
-		s.txns.SetTransactionVersion(l)
-	}
-	s.log.Info().Interface("levels", levels).Msg("finalized feature levels updated")
-	return nil
 }
 
 // savedFeatureLevels is what earlier UpdateFeatures saved (nil if none or
