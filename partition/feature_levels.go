@@ -11,17 +11,10 @@ import (
 // in its metadata log). The protocol package owns the format.
 const FeatureLevelsFile = "finalized-feature-levels"
 
-// featureLevelsFileLimit bounds the file read at start (a few short lines).
-const featureLevelsFileLimit = 4096
-
 // ReadFeatureLevels returns the feature levels file, or nil with no error
 // if none was written.
 func (s *Store) ReadFeatureLevels() ([]byte, error) {
-	b, err := readFile(s.fs, filepath.Join(s.cfg.Dir, FeatureLevelsFile), featureLevelsFileLimit)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return b, err
+	return s.readSmallFile(FeatureLevelsFile)
 }
 
 // WriteFeatureLevels replaces the feature levels file atomically and
@@ -34,4 +27,19 @@ func (s *Store) WriteFeatureLevels(data []byte) error {
 		return storageError(err)
 	}
 	return nil
+}
+
+// smallFileLimit bounds the small files of the data dir a coordinator owns
+// (the producer id block, the feature levels): a few bytes each; anything
+// larger is not ours.
+const smallFileLimit = 4096
+
+// readSmallFile returns the data dir's file name, or nil with no error if
+// it does not exist.
+func (s *Store) readSmallFile(name string) ([]byte, error) {
+	b, err := readFile(s.fs, filepath.Join(s.cfg.Dir, name), smallFileLimit)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
 }
