@@ -1167,7 +1167,7 @@ var properties = []property{
 		field:       func(c *Config) any { return &c.KafkaVersion },
 		check:       checkKafkaVersion,
 		defaultNote: "empty: everything implemented",
-		note:        "caps the advertised and served API versions at a Kafka release, e.g. `3.5`, `2.8.1`, `0.11.0` (franz-go's `kversion` tables), to test a client against an older Kafka; an API the release lacks is neither advertised nor served (before 0.11 there is no Produce v3, so nothing can be produced)",
+		note:        "caps the advertised and served API versions at a Kafka release, e.g. `4.2`, `3.5`, `2.8.1`, `0.11.0` (franz-go's `kversion` tables, 0.8 to 4.4), to test a client against an older Kafka; an API the release lacks is neither advertised nor served (before 0.11 there is no Produce v3, so nothing can be produced); from 4.0 the versions Kafka 4 removed (KIP-896) are not served either, and the features are the release's (`transaction.version` 2 and `group.version` 1 finalized from 4.0, none before 3.3)",
 	},
 	{
 		Def: configdef.Def{Name: "kcompatd.create.topics", Type: configdef.String, NullDefault: true,

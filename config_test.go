@@ -152,6 +152,8 @@ func TestParseConfigValues(t *testing.T) {
 			return before == math.MaxInt64 && after == 3600000
 		}},
 		{"kcompatd.kafka.version old", map[string]string{"kcompatd.kafka.version": "0.11.0"}, func(c Config) bool { return c.KafkaVersion == "0.11.0" }},
+		{"kcompatd.kafka.version 4.2", map[string]string{"kcompatd.kafka.version": "4.2"}, func(c Config) bool { return c.KafkaVersion == "4.2" }},
+		{"kcompatd.kafka.version 4.3.1", map[string]string{"kcompatd.kafka.version": "4.3.1"}, func(c Config) bool { return c.KafkaVersion == "4.3.1" }},
 		{"advertised.listeners", map[string]string{"advertised.listeners": "PLAINTEXT://kafka.example:9092"}, func(c Config) bool {
 			return c.AdvertisedListeners == "PLAINTEXT://kafka.example:9092"
 		}},

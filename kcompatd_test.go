@@ -182,6 +182,81 @@ func TestBrokerKafkaVersionCap(t *testing.T) {
 	}
 }
 
+// kcompatd.kafka.version 4.2 and 4.3: each release's versions (DescribeLogDirs
+// v5 is new in 4.3), Kafka 4's minimums, and the finalized features.
+func TestBrokerKafkaVersion4x(t *testing.T) {
+	for _, c := range []struct {
+		release         string
+		describeLogDirs int16
+	}{{"4.2", 4}, {"4.3", 5}} {
+		t.Run(c.release, func(t *testing.T) {
+			b := newTestBroker(t, "", map[string]string{"kcompatd.kafka.version": c.release})
+			_, adm := newAdmin(t, b)
+			vs, err := adm.ApiVersions(testContext(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bv := range vs {
+				if bv.Err != nil {
+					t.Fatal(bv.Err)
+				}
+				raw := bv.Raw()
+				got := map[int16][2]int16{}
+				for _, k := range raw.ApiKeys {
+					got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+				}
+				if got[2] != [2]int16{1, 11} || got[35] != [2]int16{1, c.describeLogDirs} || got[11][0] != 0 {
+					t.Errorf("ListOffsets %v, DescribeLogDirs %v, JoinGroup %v", got[2], got[35], got[11])
+				}
+				fin := map[string]int16{}
+				for _, f := range raw.FinalizedFeatures {
+					fin[f.Name] = f.MaxVersionLevel
+				}
+				if fin["transaction.version"] != 2 || fin["group.version"] != 1 {
+					t.Errorf("finalized %v", fin)
+				}
+			}
+		})
+	}
+}
+
+// A feature level set by UpdateFeatures survives a restart, as Kafka's do
+// (its metadata log), and reaches the transaction coordinator there.
+func TestBrokerFeatureLevelsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBroker(t, dir, nil)
+	cl, _ := newAdmin(t, b)
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 1, 2
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	resp, err := req.RequestWith(testContext(t), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("UpdateFeatures: %v %+v", err, resp)
+	}
+	cl.Close()
+	b.Close()
+
+	b = newTestBroker(t, dir, nil)
+	_, adm := newAdmin(t, b)
+	vs, err := adm.ApiVersions(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bv := range vs {
+		fin := map[string]int16{}
+		for _, f := range bv.Raw().FinalizedFeatures {
+			fin[f.Name] = f.MaxVersionLevel
+		}
+		if fin["transaction.version"] != 1 || fin["group.version"] != 1 {
+			t.Fatalf("after restart: finalized %v", fin)
+		}
+	}
+	if l := b.txns.TransactionVersion(); l != 1 {
+		t.Fatalf("transaction coordinator at level %d after restart", l)
+	}
+}
+
 // A host name is served on each of its addresses, on one port, so that
 // a client trying ::1 for localhost finds the broker as well as one trying
 // 127.0.0.1; Metadata advertises the name.

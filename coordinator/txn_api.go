@@ -89,7 +89,7 @@ func (c *TxnCoordinator) getOrCreate(id string, timeoutMs int32) (*txn, int16) {
 // REQUIRES: t.mu held.
 func (c *TxnCoordinator) transitLocked(t *txn, d txnData) int16 {
 	d.prevProducerID = t.data.producerID
-	if err := c.txnLog.appendTxn(t.id, txnRecord(t.id, &d)); err != nil {
+	if err := c.txnLog.appendTxn(t.id, txnRecordAt(t.id, &d, txnValueVersionFor(c.TransactionVersion()))); err != nil {
 		c.log.Warn().Err(err).Str("transactional_id", t.id).Str("state", d.state.String()).Msg("writing transaction state failed")
 		return txnStateAppendErrorCode(err)
 	}
@@ -233,13 +233,32 @@ func (c *TxnCoordinator) fenceAndAbortLocked(t *txn) int16 {
 	if t.hasFailedEpochFence {
 		bumped = t.data.producerEpoch
 	}
-	code, _, _ := c.endLocked(t, t.data.producerID, bumped, false, false, true)
+	// The fence is the one bump, whatever the finalized
+	// transaction.version: Apache Kafka 4.3.1 with transaction.version 2
+	// aborts a timed-out transaction at epoch e+1 and answers the fenced
+	// producer's EndTxn v5 commit (epoch e) INVALID_TXN_STATE.
+	code, _, _ := c.endLocked(t, t.data.producerID, bumped, false, tv0, true)
 	return code
 }
 
-// AddPartitions serves AddPartitionsToTxn (and, with the group's
-// __consumer_offsets partition, AddOffsetsToTxn).
+// AddPartitions serves AddPartitionsToTxn v0-3 and AddOffsetsToTxn (the
+// group's __consumer_offsets partition): a client of transaction.version
+// 1 adds its partitions itself.
 func (c *TxnCoordinator) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) int16 {
+	return c.addPartitions(txnID, pid, epoch, parts, tv0)
+}
+
+// AddPartitionsTV2 adds partitions for a client of transaction.version 2
+// (KIP-890 part 2): the partitions a Produce v12+ or a TxnOffsetCommit v5
+// writes to, added implicitly, and AddPartitionsToTxn v4+ without
+// VerifyOnly (what Kafka's AddPartitionsToTxnManager sends for them). The
+// rules are AddPartitions'; the metadata records client version 2.
+func (c *TxnCoordinator) AddPartitionsTV2(txnID string, pid int64, epoch int16, parts []TopicPartition) int16 {
+	return c.addPartitions(txnID, pid, epoch, parts, tv2)
+}
+
+// addPartitions is Kafka's handleAddPartitionsToTransaction.
+func (c *TxnCoordinator) addPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition, clientTV int16) int16 {
 	if txnID == "" {
 		return kerr.InvalidRequest.Code
 	}
@@ -263,7 +282,7 @@ func (c *TxnCoordinator) AddPartitions(txnID string, pid int64, epoch int16, par
 			}
 			nd.state = txnOngoing
 			nd.lastUpdateMs = now
-			nd.clientTxnVersion = tv0
+			nd.clientTxnVersion = clientTV
 			for _, p := range parts {
 				nd.partitions[p] = struct{}{}
 			}
@@ -352,7 +371,21 @@ func (c *TxnCoordinator) VerifyPartitions(txnID string, pid int64, epoch int16, 
 // with. TRANSACTION_ABORTABLE is what Produce v11+ gets; the produce
 // handler answers INVALID_TXN_STATE instead below v11, as Kafka does.
 func (c *TxnCoordinator) VerifyProducePartition(txnID string, pid int64, epoch int16, topic string, partition int32) int16 {
-	code := c.VerifyPartitions(txnID, pid, epoch, []TopicPartition{{topic, partition}})[0]
+	return produceVerificationCode(c.VerifyPartitions(txnID, pid, epoch, []TopicPartition{{topic, partition}})[0])
+}
+
+// AddProducePartition is the check before a transactional batch of
+// Produce v12+ is appended (transaction.version 2, Kafka's
+// TransactionSupportedOperation ADD_PARTITION): the partition joins the
+// producer's transaction if it is not in it yet, starting the
+// transaction if none is open. The codes are VerifyProducePartition's.
+func (c *TxnCoordinator) AddProducePartition(txnID string, pid int64, epoch int16, topic string, partition int32) int16 {
+	return produceVerificationCode(c.AddPartitionsTV2(txnID, pid, epoch, []TopicPartition{{topic, partition}}))
+}
+
+// produceVerificationCode maps the coordinator's answer for a produce as
+// Kafka's AddPartitionsToTxnManager and ReplicaManager do.
+func produceVerificationCode(code int16) int16 {
 	switch code {
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code
@@ -373,20 +406,25 @@ func (c *TxnCoordinator) EndTxn(txnID string, pid int64, epoch int16, commit, bu
 		return kerr.InvalidRequest.Code, noProducerID, noProducerEpoch
 	}
 	code, rpid, repoch := c.unknownIDCode(), noProducerID, noProducerEpoch
+	clientTV := tv0
+	if bumpEpoch {
+		clientTV = tv2
+	}
 	c.withTxn(txnID, func(t *txn) {
-		code, rpid, repoch = c.endLocked(t, pid, epoch, commit, bumpEpoch, false)
+		code, rpid, repoch = c.endLocked(t, pid, epoch, commit, clientTV, false)
 	})
 	return code, rpid, repoch
 }
 
-// endLocked is Kafka's endTransaction: endTransactionWithTV1 unless
-// bumpEpoch, the TV2 endTransaction then. fence marks the coordinator's
-// own abort with a bumped epoch (from InitProducerId or a timeout, with
-// the finalized transaction.version 1's rules); the request then comes
-// from the coordinator, not a client. REQUIRES: t.mu held.
-func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit, bumpEpoch, fence bool) (int16, int64, int16) {
+// endLocked is Kafka's endTransaction: endTransactionWithTV1 for a
+// clientTV below 2, the TV2 endTransaction then. fence marks the
+// coordinator's own abort with a bumped epoch (from InitProducerId or a
+// timeout); the request then comes from the coordinator, not a client.
+// REQUIRES: t.mu held.
+func (c *TxnCoordinator) endLocked(t *txn, pid int64, epoch int16, commit bool, clientTV int16, fence bool) (int16, int64, int16) {
 	fail := func(code int16) (int16, int64, int16) { return code, noProducerID, noProducerEpoch }
 	d := &t.data
+	bumpEpoch := clientTV >= tv2
 	clientTV2 := bumpEpoch && !fence
 	// TV2 retries: the client's epoch is one below the bumped one, or it
 	// is the exhausted epoch of the producer id rotated out.

@@ -146,7 +146,28 @@ type TxnCoordinator struct {
 	// loadedMaxPID is the highest producer id any record read from
 	// __transaction_state at start named, -1 if none; set before start.
 	loadedMaxPID int64
+
+	// txnVersion is the finalized transaction.version (Kafka's
+	// transactionVersionLevel): it decides the record version written.
+	// SetTransactionVersion changes it.
+	txnVersion atomic.Int32
 }
+
+// LatestTransactionVersion is the highest transaction.version served
+// (KIP-890 part 2), finalized unless changed.
+const LatestTransactionVersion int16 = tv2
+
+// SetTransactionVersion makes level the finalized transaction.version
+// (ApiVersions' features, changed by UpdateFeatures): level 0 writes
+// __transaction_state values at version 0, higher ones at version 1.
+// What a client does is decided by its requests' versions, whatever the
+// level, as in Kafka (its clients read the level to choose them).
+func (c *TxnCoordinator) SetTransactionVersion(level int16) {
+	c.txnVersion.Store(int32(level))
+}
+
+// TransactionVersion is the finalized transaction.version.
+func (c *TxnCoordinator) TransactionVersion() int16 { return int16(c.txnVersion.Load()) }
 
 // txn is one transactional id.
 type txn struct {
@@ -200,7 +221,7 @@ func NewTxnCoordinator(cfg TxnConfig, store *partition.Store, groups *Coordinato
 // store, nothing loaded, not started.
 func newTxnCoordinator(cfg TxnConfig, pids *producerIDManager) *TxnCoordinator {
 	cfg = cfg.withDefaults()
-	return &TxnCoordinator{
+	c := &TxnCoordinator{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		clock: cfg.Clock,
@@ -210,6 +231,8 @@ func newTxnCoordinator(cfg TxnConfig, pids *producerIDManager) *TxnCoordinator {
 
 		loadedMaxPID: -1,
 	}
+	c.txnVersion.Store(int32(LatestTransactionVersion))
+	return c
 }
 
 // install adds loaded metadata and completes the transactions left in

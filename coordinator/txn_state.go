@@ -2,8 +2,9 @@ package coordinator
 
 // Transaction metadata per transactional.id, as Kafka's TransactionMetadata
 // keeps it, and its record in __transaction_state (TransactionLogKey v0,
-// TransactionLogValue v1: the flexible version Kafka writes once
-// transaction.version 1 is finalized, as it is here), in partition
+// TransactionLogValue v1, the flexible version with PreviousProducerId,
+// NextProducerId and ClientTransactionVersion that Kafka writes from
+// transaction.version 1 on; v0 under level 0), in partition
 // abs(transactionalId.hashCode) % partitions. Every transition is written
 // there before it takes effect; New reads the topic back (the last record
 // per id wins, a tombstone removes it).
@@ -11,7 +12,8 @@ package coordinator
 // States and transitions (Kafka's TransactionState):
 //
 //	Empty           an id with a producer id and epoch, no transaction
-//	  -> Ongoing          AddPartitionsToTxn / AddOffsetsToTxn
+//	  -> Ongoing          AddPartitionsToTxn / AddOffsetsToTxn; under TV2 a
+//	                      Produce v12+ or TxnOffsetCommit v5 (implicit add)
 //	  -> Empty            InitProducerId (epoch bumped; a new producer id
 //	                      once the epoch is exhausted)
 //	  -> Dead             transactional.id.expiration.ms after its last use
@@ -136,23 +138,40 @@ func (d *txnData) sortedPartitions() []TopicPartition {
 	return out
 }
 
-// Record versions written (TransactionLog.keyToBytes / valueToBytes with
-// transaction.version 1).
+// Record versions (TransactionLog.keyToBytes / valueToBytes): the value
+// is version 1, flexible, from transaction.version 1 on, version 0 below
+// (TransactionVersion.transactionLogValueVersion).
 const (
 	txnKeyVersion   = 0
 	txnValueVersion = 1
 )
 
+// txnValueVersionFor is the value version written under the finalized
+// transaction.version level.
+func txnValueVersionFor(level int16) int16 {
+	if level >= 1 {
+		return txnValueVersion
+	}
+	return 0
+}
+
 // txnRecord is the __transaction_state record of id's metadata d (nil d:
-// a tombstone).
+// a tombstone), its value at the latest version.
 func txnRecord(id string, d *txnData) recordbatch.Record {
+	return txnRecordAt(id, d, txnValueVersion)
+}
+
+// txnRecordAt is txnRecord with the value at version valueVersion (0:
+// without the fields of transaction.version 1, previous and next producer
+// ids and the client's transaction version, which Kafka drops too).
+func txnRecordAt(id string, d *txnData, valueVersion int16) recordbatch.Record {
 	k := kmsg.TxnMetadataKey{Version: txnKeyVersion, TransactionalID: id}
 	r := recordbatch.Record{Key: k.AppendTo(nil)}
 	if d == nil {
 		return r
 	}
 	v := kmsg.NewTxnMetadataValue()
-	v.Version = txnValueVersion
+	v.Version = valueVersion
 	v.ProducerID = d.producerID
 	v.PreviousProducerID = d.prevProducerID
 	v.NextProducerID = d.nextProducerID

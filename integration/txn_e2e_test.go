@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // eosTransform is the "transform" of the consume-transform-produce loop.
@@ -69,10 +70,17 @@ type eosRun struct {
 	killOnEndTxn  atomic.Bool
 	brokerPID     atomic.Int64
 	midTxnOutcome chan string
+	// explicitAdds counts AddPartitionsToTxn and AddOffsetsToTxn written:
+	// none under transaction.version 2, whose Produce v12+ and
+	// TxnOffsetCommit v5 add implicitly.
+	explicitAdds atomic.Int64
 }
 
 // OnBrokerWrite implements kgo.HookBrokerWrite for killOnEndTxn.
 func (r *eosRun) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == int16(kmsg.AddPartitionsToTxn) || key == int16(kmsg.AddOffsetsToTxn) {
+		r.explicitAdds.Add(1)
+	}
 	if key == int16(kmsg.EndTxn) && err == nil && r.killOnEndTxn.CompareAndSwap(true, false) {
 		_ = syscall.Kill(int(r.brokerPID.Load()), syscall.SIGKILL)
 	}
@@ -623,6 +631,11 @@ func TestTxnGroupTransactSessionAcrossBrokerKill(t *testing.T) {
 	if kills != 2 || r.killMid.Load() || r.killOnEndTxn.Load() {
 		t.Fatalf("the run ended before both kills happened")
 	}
+	// kgo ran transaction.version 2 (finalized by the broker) throughout,
+	// before and after each kill -9.
+	if n := r.explicitAdds.Load(); n != 0 {
+		t.Errorf("%d AddPartitionsToTxn/AddOffsetsToTxn written: the members did not run transaction.version 2", n)
+	}
 	r.verify(b, parts)
 }
 
@@ -1103,8 +1116,11 @@ func TestTxnOpenTransactionAbortedAfterKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := txn.EndTransaction(ctx, kgo.TryCommit); !errors.Is(err, kerr.ProducerFenced) {
-		t.Errorf("EndTxn(commit) of the producer whose transaction timed out: %v, want PRODUCER_FENCED", err)
+	// kgo is a transaction.version 2 client here: to Kafka 4.3.1 its
+	// EndTxn v5 commit one epoch below the abort's is a commit retrying
+	// a completed abort (see TestTxnTimedOutIsAbortedAndFenced).
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Errorf("EndTxn(commit) of the producer whose transaction timed out: %v, want INVALID_TXN_STATE", err)
 	}
 	again, _ := b.txnClient(t, txnID, timeout)
 	if _, e := producerIDOf(t, again); e <= epoch {
@@ -1122,12 +1138,31 @@ func TestTxnOpenTransactionAbortedAfterKill(t *testing.T) {
 // TestTxnTimedOutIsAbortedAndFenced lets transactions run past
 // transaction.timeout.ms. The coordinator aborts each (bumping the producer
 // epoch): read_committed consumers never see its records, read_uncommitted
-// ones see them followed by an ABORT marker. The producer is fenced: an
-// EndTxn(commit) gets PRODUCER_FENCED; a produce to a partition of the
-// aborted transaction gets INVALID_PRODUCER_EPOCH, and re-initializing with
-// the old epoch PRODUCER_FENCED (as Kafka 4.3 with transaction.version 1
-// answers).
+// ones see them followed by an ABORT marker. The fenced producer is then
+// answered as Kafka 4.3.1 answers it (measured against it, formatted with
+// transaction.version 2), for a client of either transaction.version:
+//   - transaction.version 1 (kgo capped below Produce v12 and EndTxn v5):
+//     EndTxn(commit) gets PRODUCER_FENCED; a produce to a partition of the
+//     aborted transaction INVALID_PRODUCER_EPOCH, and re-initializing with
+//     the old epoch PRODUCER_FENCED, so the next transaction never starts.
+//   - transaction.version 2 (kgo's default against a TV2 broker): the
+//     abort bumped the epoch by one, which is what a retry of the
+//     client's EndTxn v5 looks like, so EndTxn(commit) gets
+//     INVALID_TXN_STATE (a commit retrying a completed abort), and after
+//     INVALID_PRODUCER_EPOCH its EndTxn(abort) is that retry, answered NONE
+//     with the bumped epoch: the next transaction commits.
 func TestTxnTimedOutIsAbortedAndFenced(t *testing.T) {
+	for _, tv := range []int{1, 2} {
+		t.Run(fmt.Sprintf("transaction.version %d", tv), func(t *testing.T) { testTxnTimedOutIsAbortedAndFenced(t, tv) })
+	}
+}
+
+func testTxnTimedOutIsAbortedAndFenced(t *testing.T, tv int) {
+	var opts []kgo.Opt
+	if tv == 1 {
+		// Kafka 3.9's versions: no Produce v12, EndTxn v5, TxnOffsetCommit v5.
+		opts = append(opts, kgo.MaxVersions(kversion.V3_9_0()))
+	}
 	b := txnBroker(t, true)
 	topic := "timeout-" + randSuffix()
 	const parts = int32(2)
@@ -1136,7 +1171,7 @@ func TestTxnTimedOutIsAbortedAndFenced(t *testing.T) {
 
 	// EndTxn after the timeout.
 	txnID := "timeout-end-" + randSuffix()
-	p, _ := b.txnClient(t, txnID, timeout)
+	p, _ := b.txnClient(t, txnID, timeout, opts...)
 	pid, epoch := producerIDOf(t, p)
 	if err := p.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -1159,13 +1194,17 @@ func TestTxnTimedOutIsAbortedAndFenced(t *testing.T) {
 	checkAbortMarker(t, b, topic, 0, hw[0]-1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := p.EndTransaction(ctx, kgo.TryCommit); !errors.Is(err, kerr.ProducerFenced) {
-		t.Errorf("EndTxn(commit) after the timeout: %v, want PRODUCER_FENCED", err)
+	wantEnd := kerr.ProducerFenced
+	if tv == 2 {
+		wantEnd = kerr.InvalidTxnState
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); !errors.Is(err, wantEnd) {
+		t.Errorf("EndTxn(commit) after the timeout: %v, want %v", err, wantEnd)
 	}
 
 	// Produce after the timeout, to a partition already in the
 	// transaction.
-	q, _ := b.txnClient(t, "timeout-produce-"+randSuffix(), timeout)
+	q, _ := b.txnClient(t, "timeout-produce-"+randSuffix(), timeout, opts...)
 	if err := q.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -1188,12 +1227,19 @@ func TestTxnTimedOutIsAbortedAndFenced(t *testing.T) {
 	if err == nil {
 		err = q.EndTransaction(ctx, kgo.TryCommit)
 	}
-	if !errors.Is(err, kerr.ProducerFenced) {
+	var wantCommitted []string
+	if tv == 1 && !errors.Is(err, kerr.ProducerFenced) {
 		t.Errorf("the next transaction of the producer that got INVALID_PRODUCER_EPOCH: %v, want PRODUCER_FENCED", err)
 	}
+	if tv == 2 {
+		if err != nil {
+			t.Errorf("the next transaction of the producer that got INVALID_PRODUCER_EPOCH: %v, want it committed", err)
+		}
+		wantCommitted = []string{"q-next-0"}
+	}
 	hw = b.waitStable(t, topic, 30*time.Second)
-	if got := keysOf(b.readTopic(t, topic, hw, true, 30*time.Second)[1]); len(got) != 0 {
-		t.Errorf("partition 1 read_committed: %v, want nothing", got)
+	if got := keysOf(b.readTopic(t, topic, hw, true, 30*time.Second)[1]); !slices.Equal(got, wantCommitted) {
+		t.Errorf("partition 1 read_committed: %v, want %v", got, wantCommitted)
 	}
 }
 

@@ -1,10 +1,6 @@
 package partition
 
-import (
-	"errors"
-	"io/fs"
-	"path/filepath"
-)
+import "path/filepath"
 
 // ProducerIDsFile is the file in the data dir holding the start of the next
 // block of producer ids the transaction coordinator may hand out. Kafka
@@ -14,19 +10,11 @@ import (
 // never repeat across restarts, even after kill -9.
 const ProducerIDsFile = "producer-id-block"
 
-// producerIDsFileLimit bounds what ReadProducerIDs reads: the file is a few
-// bytes; anything larger is not ours.
-const producerIDsFileLimit = 4096
-
 // ReadProducerIDs returns the contents of the producer id block file, or
 // nil with no error if it does not exist yet. The coordinator owns the
 // format.
 func (s *Store) ReadProducerIDs() ([]byte, error) {
-	b, err := readFile(s.fs, filepath.Join(s.cfg.Dir, ProducerIDsFile), producerIDsFileLimit)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return b, err
+	return s.readSmallFile(ProducerIDsFile)
 }
 
 // WriteProducerIDs replaces the producer id block file atomically and

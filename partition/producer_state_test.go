@@ -477,3 +477,56 @@ func TestProducerExpiry(t *testing.T) {
 		t.Fatalf("expired producer at sequence 7: %v", err)
 	}
 }
+
+// TestLastRecordsOfActiveProducersTV2: what the cleaner keeps of each
+// producer (Kafka's lastRecordsOfActiveProducers), as markers of
+// transaction.version 2 bump the epoch (the new epoch has no data batch
+// yet) and those of version 1 do not (the last data batch stays the
+// producer's last), the same after the log is reopened.
+func TestLastRecordsOfActiveProducersTV2(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+	marker := func(pid int64, epoch int16, commit bool) {
+		t.Helper()
+		if _, err := l.WriteTxnMarker(TxnMarker{ProducerID: pid, ProducerEpoch: epoch, Commit: commit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want map[int64]ProducerLastRecord
+	}{
+		{"TV2 data at epoch 0", func() { mustAppend(t, l, pidBatch(t, 1, 0, 0, 2, true)) }, // 0-1
+			map[int64]ProducerLastRecord{1: {1, 0}}},
+		{"TV2 commit at epoch 1", func() { marker(1, 1, true) }, // 2
+			map[int64]ProducerLastRecord{1: {-1, 1}}},
+		{"TV1 data and commit at epoch 0", func() { mustAppend(t, l, pidBatch(t, 2, 0, 0, 1, true)); marker(2, 0, true) }, // 3, 4
+			map[int64]ProducerLastRecord{1: {-1, 1}, 2: {3, 0}}},
+		{"TV2 next transaction at epoch 1", func() { mustAppend(t, l, pidBatch(t, 1, 1, 0, 1, true)) }, // 5
+			map[int64]ProducerLastRecord{1: {5, 1}, 2: {3, 0}}},
+		{"TV2 abort at epoch 2", func() { marker(1, 2, false) }, // 6
+			map[int64]ProducerLastRecord{1: {-1, 2}, 2: {3, 0}}},
+	}
+	check := func(what string, want map[int64]ProducerLastRecord) {
+		t.Helper()
+		got := l.LastRecordsOfActiveProducers()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+		for pid, w := range want {
+			if got[pid] != w {
+				t.Fatalf("%s: producer %d %+v, want %+v", what, pid, got[pid], w)
+			}
+		}
+	}
+	for _, st := range steps {
+		st.do()
+		check(st.name, st.want)
+	}
+	s.abandon() // as after kill -9: recovery rebuilds the producer state
+	s = e.open()
+	l = s.Topic("t").Partitions[0]
+	check("after recovery", steps[len(steps)-1].want)
+}

@@ -13,7 +13,8 @@ package protocol
 //   - v4-5 (brokers, KIP-890 part 1): a batch of transactions, each
 //     answered on its own; VerifyOnly asks whether the partitions are
 //     already in the ongoing transaction (TRANSACTION_ABORTABLE per
-//     partition if not) without adding them. With no authorizer, the
+//     partition if not) without adding them; without it they are added
+//     for a client of transaction.version 2. With no authorizer, the
 //     CLUSTER_ACTION Kafka requires for v4+ is granted.
 //   - Coordinator codes: INVALID_PRODUCER_ID_MAPPING (unknown id or
 //     another producer id), PRODUCER_FENCED (another epoch;
@@ -135,7 +136,14 @@ func (s *Server) addPartitionsToTxn(version int16, txnID string, pid int64, epoc
 	if verifyOnly {
 		return s.txns.VerifyPartitions(txnID, pid, epoch, parts)
 	}
-	code := s.txns.AddPartitions(txnID, pid, epoch, parts)
+	add := s.txns.AddPartitions
+	if version >= 4 {
+		// Brokers send v4+ without VerifyOnly only for clients of
+		// transaction.version 2 (AddPartitionsToTxnManager's
+		// ADD_PARTITION), so the transaction records TV2.
+		add = s.txns.AddPartitionsTV2
+	}
+	code := add(txnID, pid, epoch, parts)
 	if version < 2 && code == kerr.ProducerFenced.Code {
 		code = kerr.InvalidProducerEpoch.Code
 	}

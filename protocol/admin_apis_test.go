@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
@@ -92,7 +93,9 @@ func checkOffsetForLeaderEpochVersion(t *testing.T, b *testBroker, w *wire, v in
 }
 
 func TestOffsetForLeaderEpoch(t *testing.T) {
-	b := startBroker(t, nil)
+	// Kafka 4 serves v0 no more; 3.9 still does, and so does kcompatd
+	// capped at it.
+	b := startBroker(t, func(c *Config) { c.Versions = kversion.FromString("3.9") })
 	b.createTopic(t, "e", 2, nil)
 	b.appendN(t, "e", 0, 3)
 	b.appendN(t, "e", 0, 2)
@@ -343,7 +346,7 @@ func TestDescribeLogDirsAPI(t *testing.T) {
 	if size == 0 {
 		t.Fatal("no bytes appended")
 	}
-	for v := int16(0); v <= 4; v++ {
+	for v := int16(1); v <= 5; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			w := dialWire(t, b.addr)
 			all := w.roundTrip(describeLogDirsReq(v, nil)).(*kmsg.DescribeLogDirsResponse)
@@ -903,7 +906,7 @@ func featureUpdate(name string, level int16, typ int8) kmsg.UpdateFeaturesReques
 }
 
 func checkUpdateFeaturesVersion(t *testing.T, b *testBroker, w *wire, v int16) {
-	resp := w.roundTrip(updateFeaturesReq(v, featureUpdate("transaction.version", 2, upgradeTypeUpgrade))).(*kmsg.UpdateFeaturesResponse)
+	resp := w.roundTrip(updateFeaturesReq(v, featureUpdate("transaction.version", 3, upgradeTypeUpgrade))).(*kmsg.UpdateFeaturesResponse)
 	if resp.ErrorCode != kerr.InvalidUpdateVersion.Code || len(resp.Results) != 0 {
 		t.Fatalf("v%d: %+v", v, resp)
 	}
@@ -920,10 +923,19 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 			msg     string // "" means success
 			minV    int16
 		}{
-			{"raise transaction.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 2, upgradeTypeUpgrade)},
-				"Invalid update version 2 for feature transaction.version. Local controller 1 only supports versions 1", 0},
-			{"lower transaction.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 0, upgradeTypeSafeDowngrade)},
-				"Invalid update version 0 for feature transaction.version. Local controller 1 only supports versions 1", 0},
+			// Each answer as Apache Kafka 4.3.1 gives it. Successes
+			// from v1 only: v0 has no ValidateOnly.
+			{"raise transaction.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 3, upgradeTypeUpgrade)},
+				"Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2", 0},
+			{"lower transaction.version as an upgrade", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 1, upgradeTypeUpgrade)},
+				"Invalid update version 1 for feature transaction.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.", 0},
+			{"lower group.version as an upgrade", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeUpgrade)},
+				"Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.", 0},
+			{"lower transaction.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 1, upgradeTypeSafeDowngrade)}, "", 1},
+			{"transaction.version 0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 0, upgradeTypeSafeDowngrade)}, "", 1},
+			{"group.version 0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade)}, "", 1},
+			{"group.version 2", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 2, upgradeTypeUpgrade)},
+				"Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1", 0},
 			{"metadata.version", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("metadata.version", 21, upgradeTypeUpgrade)},
 				"Invalid update version 21 for feature metadata.version. Local controller 1 does not support this feature.", 0},
 			{"metadata.version 0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("metadata.version", 0, upgradeTypeSafeDowngrade)},
@@ -934,10 +946,10 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 				"Invalid update version 0 for feature foo.version. Feature foo.version not found.", 0},
 			{"unknown upgrade type", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, 9)},
 				"Invalid update version 0 for feature group.version. The controller does not support the given upgrade type.", 1},
-			{"first failure wins", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("eligible.leader.replicas.version", 1, upgradeTypeUpgrade)},
-				"Invalid update version 1 for feature eligible.leader.replicas.version. Local controller 1 does not support this feature.", 0},
-			{"share.version 1 is already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 1, upgradeTypeUpgrade)}, "", 0},
-			{"finalized levels are already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("transaction.version", 1, upgradeTypeUnsafeDowngrade)}, "", 1},
+			{"first failure wins", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, upgradeTypeSafeDowngrade), featureUpdate("foo.version", 1, upgradeTypeUpgrade)},
+				"Invalid update version 1 for feature foo.version. Local controller 1 does not support this feature.", 0},
+			{"finalized levels are already true", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 1, upgradeTypeUpgrade), featureUpdate("transaction.version", 2, upgradeTypeUpgrade)}, "", 1},
+			{"raise above the finalized level as a downgrade", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 2, upgradeTypeUnsafeDowngrade)}, "", 1},
 			{"level 0 upgrade at v0", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("kraft.version", 0, upgradeTypeUpgrade)}, "", 0},
 		} {
 			if v < tc.minV {
@@ -972,15 +984,82 @@ func TestUpdateFeaturesAPI(t *testing.T) {
 		}
 	}
 
-	// ApiVersions still finalizes brokerFeatures' levels only.
-	av := w.roundTrip(apiVersionsReq(4)).(*kmsg.ApiVersionsResponse)
-	if len(av.SupportedFeatures) != len(brokerFeatures) || len(av.FinalizedFeatures) != len(brokerFeatures) || av.FinalizedFeaturesEpoch != 0 {
-		t.Fatalf("features %+v %+v", av.SupportedFeatures, av.FinalizedFeatures)
+	// ValidateOnly changed nothing.
+	if got := finalizedFeatures(t, w); got != "epoch 0: group.version=1 share.version=1 streams.version=1 transaction.version=2" {
+		t.Fatalf("after ValidateOnly: %s", got)
 	}
+}
+
+// finalizedFeatures is ApiVersions v4's finalized levels and epoch.
+func finalizedFeatures(t *testing.T, w *wire) string {
+	t.Helper()
+	av := w.roundTrip(apiVersionsReq(4)).(*kmsg.ApiVersionsResponse)
+	s := fmt.Sprintf("epoch %d:", av.FinalizedFeaturesEpoch)
 	for _, f := range av.FinalizedFeatures {
-		if want := brokerFeatures[f.Name].finalized; f.MaxVersionLevel != want || f.MinVersionLevel != want {
-			t.Fatalf("finalized %+v, want level %d", f, want)
+		if f.MinVersionLevel != f.MaxVersionLevel {
+			t.Fatalf("finalized range %+v", f)
 		}
+		s += fmt.Sprintf(" %s=%d", f.Name, f.MaxVersionLevel)
+	}
+	return s
+}
+
+// TestUpdateFeaturesChangesLevels: an update finalizes its levels, as
+// Kafka 4.3.1 does: ApiVersions reports them under a new epoch (a level 0
+// is not listed), the transaction coordinator takes transaction.version,
+// and group.version 0 turns ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe away with UNSUPPORTED_VERSION and no message.
+func TestUpdateFeaturesChangesLevels(t *testing.T) {
+	b := startBroker(t, nil)
+	w := dialWire(t, b.addr)
+	update := func(name string, level int16, typ int8) {
+		t.Helper()
+		resp := w.roundTrip(updateFeaturesReq(1, featureUpdate(name, level, typ))).(*kmsg.UpdateFeaturesResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("update %s to %d: %s %v", name, level, codeName(resp.ErrorCode), resp.ErrorMessage)
+		}
+	}
+	cgh := func() int16 {
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.RebalanceTimeoutMillis = "g", "m0123456789012345678901", 30000
+		r.SubscribedTopicNames = []string{"t"}
+		resp := w.roundTrip(r).(*kmsg.ConsumerGroupHeartbeatResponse)
+		if resp.ErrorCode == kerr.UnsupportedVersion.Code && resp.ErrorMessage != nil {
+			t.Fatalf("message %q", *resp.ErrorMessage)
+		}
+		return resp.ErrorCode
+	}
+	cgd := func() int16 {
+		r := kmsg.NewPtrConsumerGroupDescribeRequest()
+		r.Groups = []string{"g"}
+		return w.roundTrip(r).(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode
+	}
+	for _, step := range []struct {
+		name  string
+		level int16
+		typ   int8
+		want  string
+		tv    int16
+	}{
+		{"transaction.version", 1, upgradeTypeSafeDowngrade, "epoch 1: group.version=1 share.version=1 streams.version=1 transaction.version=1", 1},
+		{"transaction.version", 0, upgradeTypeUnsafeDowngrade, "epoch 2: group.version=1 share.version=1 streams.version=1", 0},
+		{"transaction.version", 2, upgradeTypeUpgrade, "epoch 3: group.version=1 share.version=1 streams.version=1 transaction.version=2", 2},
+		{"group.version", 0, upgradeTypeSafeDowngrade, "epoch 4: share.version=1 streams.version=1 transaction.version=2", 2},
+	} {
+		update(step.name, step.level, step.typ)
+		if got := finalizedFeatures(t, w); got != step.want {
+			t.Fatalf("after %s=%d: %s, want %s", step.name, step.level, got, step.want)
+		}
+		if got := b.s.txns.TransactionVersion(); got != step.tv {
+			t.Fatalf("after %s=%d: coordinator at transaction.version %d", step.name, step.level, got)
+		}
+	}
+	if c, d := cgh(), cgd(); c != kerr.UnsupportedVersion.Code || d != kerr.UnsupportedVersion.Code {
+		t.Fatalf("group.version 0: heartbeat %s, describe %s", codeName(c), codeName(d))
+	}
+	update("group.version", 1, upgradeTypeUpgrade)
+	if c, d := cgh(), cgd(); c == kerr.UnsupportedVersion.Code || d == kerr.UnsupportedVersion.Code {
+		t.Fatalf("group.version 1: heartbeat %s, describe %s", codeName(c), codeName(d))
 	}
 }
 

@@ -13,21 +13,19 @@ package protocol
 //     response header never carries the flexible tag byte.
 //   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's
 //     pattern, else INVALID_REQUEST with no API keys (ApiVersionsRequest.isValid).
-//   - Features (v3+): exactly what is implemented, brokerFeatures below:
-//     transaction.version supported 1-1 and finalized at 1 (the classic
-//     transaction protocol, __transaction_state records in their flexible
-//     version). Level 2 (KIP-890 part 2: partitions added by Produce,
-//     epoch bumped by every EndTxn) is not finalized, so clients keep to
-//     AddPartitionsToTxn and EndTxn v4. group.version is not advertised
-//     (KIP-848 groups are not served), nor is metadata.version, which
-//     Kafka brokers report: it versions the KRaft metadata log and
-//     inter-broker protocols, which kcompatd does not have, and no client
-//     changes behaviour on it (it is shown by Admin.describeFeatures and
+//   - Features (v3+): exactly what is implemented, brokerFeatures below,
+//     with Kafka 4.3.1's levels: transaction.version supported 0-2 and
+//     finalized at 2 (KIP-890 part 2), group.version 0-1 finalized at 1
+//     (KIP-848). metadata.version is not advertised, though Kafka brokers
+//     report it: it versions the KRaft metadata log and inter-broker
+//     protocols, which kcompatd does not have, and no client changes
+//     behaviour on it (it is shown by Admin.describeFeatures and
 //     kafka-features.sh only). Below v4 a supported feature whose min
 //     level is 0 is left out, as Kafka does (KAFKA-17492); a finalized
-//     level 0 is never listed. FinalizedFeaturesEpoch is 0: the levels
-//     never change. UpdateFeatures (update_features.go) agrees: only the
-//     finalized levels can be asked for.
+//     level 0 is never listed. UpdateFeatures (update_features.go)
+//     changes the finalized levels within the supported ranges, and
+//     FinalizedFeaturesEpoch counts the changes. A capped
+//     kcompatd.kafka.version reports that release's levels (features.go).
 //
 // Version notes:
 //   - v1: ThrottleMillis
@@ -41,6 +39,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 func init() { register(kmsg.ApiVersions.Int16(), 0, 4, handleApiVersions) }
@@ -57,16 +56,17 @@ func handleApiVersions(s *Server, r *Request) (kmsg.Response, error) {
 	}
 	resp.ApiKeys = s.advertised()
 	if r.Version >= 3 {
-		for _, name := range sortedFeatureNames() {
-			f := brokerFeatures[name]
+		v := s.features.view()
+		for _, name := range v.names {
+			f := v.supported[name]
 			if r.Version >= 4 || f.min != 0 {
 				resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: name, MinVersion: f.min, MaxVersion: f.max})
 			}
-			if f.finalized != 0 {
-				resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: name, MinVersionLevel: f.finalized, MaxVersionLevel: f.finalized})
+			if l := v.finalized[name]; l != 0 {
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: name, MinVersionLevel: l, MaxVersionLevel: l})
 			}
 		}
-		resp.FinalizedFeaturesEpoch = 0
+		resp.FinalizedFeaturesEpoch = v.epoch
 	}
 	return resp, nil
 }
@@ -74,27 +74,30 @@ func handleApiVersions(s *Server, r *Request) (kmsg.Response, error) {
 // featureLevels is one feature's supported levels and finalized level.
 type featureLevels struct{ min, max, finalized int16 }
 
-// brokerFeatures are the features advertised, with the levels implemented:
-// transaction.version 1 is the classic transaction protocol (KIP-890 part
-// 2 is level 2). A feature absent here is supported and finalized at 0
-// only.
-var brokerFeatures = map[string]featureLevels{
-	"transaction.version": {min: 1, max: 1, finalized: 1},
-	// share.version 1: share groups (KIP-932), finalized by default as in
-	// Kafka 4.3.1.
-	"share.version": {min: 0, max: 1, finalized: 1},
-	// streams.version 1: streams groups (KIP-1071), finalized by default
-	// as in Kafka 4.3.
-	"streams.version": {min: 1, max: 1, finalized: 1},
-}
+// Feature names the broker acts on.
+const (
+	transactionVersionFeature = "transaction.version"
+	groupVersionFeature       = "group.version"
+	shareVersionFeature       = "share.version"
+	streamsVersionFeature     = "streams.version"
+)
 
-func sortedFeatureNames() []string {
-	names := make([]string, 0, len(brokerFeatures))
-	for n := range brokerFeatures {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+// brokerFeatures are the features advertised, with the levels implemented
+// and the level finalized at start (Kafka 4.3.1's defaults): for
+// transaction.version, 0 writes __transaction_state values at version 0,
+// 1 at their flexible version 1, 2 is KIP-890 part 2 (clients add
+// partitions through Produce and TxnOffsetCommit, every EndTxn bumps the
+// epoch); group.version 1 serves KIP-848's consumer groups
+// (ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+// UNSUPPORTED_VERSION at 0); share.version 1 serves KIP-932's share
+// groups and streams.version 1 KIP-1071's streams groups (their APIs
+// answer UNSUPPORTED_VERSION at 0). A feature absent here is supported
+// and finalized at 0 only.
+var brokerFeatures = map[string]featureLevels{
+	groupVersionFeature:       {min: 0, max: 1, finalized: 1},
+	shareVersionFeature:       {min: 0, max: 1, finalized: 1},
+	streamsVersionFeature:     {min: 0, max: 1, finalized: 1},
+	transactionVersionFeature: {min: 0, max: 2, finalized: 2},
 }
 
 // advertised is the ApiKeys list: the routing table, sorted by key.
@@ -105,4 +108,41 @@ func (s *Server) advertised() []kmsg.ApiVersionsResponseApiKey {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
 	return keys
+}
+
+// kafka4MinVersions are the lowest versions Kafka 4 serves of the APIs
+// whose old versions it removed (KIP-896), for those we register lower:
+// the handlers still serve the old versions when kcompatd.kafka.version
+// names a 3.x or older release. JoinGroup v0-1 came back in 4.1
+// (KAFKA-19444), so 4.0 alone starts it at v2.
+var kafka4MinVersions = map[int16]int16{
+	kmsg.ListOffsets.Int16():          1,
+	kmsg.OffsetCommit.Int16():         2,
+	kmsg.OffsetFetch.Int16():          1,
+	kmsg.CreateTopics.Int16():         2,
+	kmsg.DeleteTopics.Int16():         1,
+	kmsg.OffsetForLeaderEpoch.Int16(): 2,
+	kmsg.DescribeConfigs.Int16():      1,
+	kmsg.DescribeLogDirs.Int16():      1,
+}
+
+// releaseMinVersion is the lowest version of key served under the release
+// vs (nil: the newest): Kafka 4's minimums from 4.0 on, none before. The
+// release is told by its APIs: EndTxn v5 is new in 4.0, Produce v13 in
+// 4.1 (kversion keeps the minimums to itself).
+func releaseMinVersion(vs *kversion.Versions, key int16) int16 {
+	at := func(k kmsg.Key, v int16) bool {
+		if vs == nil {
+			return true
+		}
+		max, ok := vs.LookupMaxKeyVersion(k.Int16())
+		return ok && max >= v
+	}
+	if !at(kmsg.EndTxn, 5) {
+		return 0
+	}
+	if key == kmsg.JoinGroup.Int16() && !at(kmsg.Produce, 13) {
+		return 2
+	}
+	return kafka4MinVersions[key]
 }

@@ -27,6 +27,11 @@ func handleConsumerGroupDescribe(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	for _, id := range req.Groups {
+		if !s.consumerGroupsEnabled() {
+			// group.version 0 (UpdateFeatures), as Kafka answers it.
+			resp.Groups = append(resp.Groups, kmsg.ConsumerGroupDescribeResponseGroup{Group: id, ErrorCode: kerr.UnsupportedVersion.Code})
+			continue
+		}
 		if s.groups == nil {
 			resp.Groups = append(resp.Groups, kmsg.ConsumerGroupDescribeResponseGroup{Group: id, ErrorCode: coordinatorNotAvailable})
 			continue

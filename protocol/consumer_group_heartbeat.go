@@ -38,6 +38,7 @@ package protocol
 //     client must generate its member id (KIP-1082)
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -45,6 +46,12 @@ func init() { register(kmsg.ConsumerGroupHeartbeat.Int16(), 0, 1, handleConsumer
 
 func handleConsumerGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !s.consumerGroupsEnabled() {
+		// group.version 0 (UpdateFeatures): as Kafka, no message.
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	if s.groups == nil {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = coordinatorNotAvailable

@@ -1,6 +1,6 @@
 package protocol
 
-// DescribeLogDirs: v0-4
+// DescribeLogDirs: v0-5 (Kafka 4 serves v1+: see api_versions.go)
 //
 // Behavior (Kafka's KafkaApis.handleDescribeLogDirsRequest and
 // ReplicaManager.describeLogDirs):
@@ -23,7 +23,8 @@ package protocol
 //   - v2: flexible
 //   - v3: top-level ErrorCode
 //   - v4: TotalBytes, UsableBytes (KIP-827)
-// Kafka 4.0 serves v1+ only; 3.9 serves v0+, and so do we.
+//   - v5: IsCordoned (KIP-1066): always false, kcompatd never cordons
+//     its log dir (Kafka does only when an operator asks)
 
 import (
 	"path/filepath"
@@ -35,7 +36,7 @@ import (
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
-func init() { register(kmsg.DescribeLogDirs.Int16(), 0, 4, handleDescribeLogDirs) }
+func init() { register(kmsg.DescribeLogDirs.Int16(), 0, 5, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)

@@ -38,8 +38,8 @@ package protocol
 //     no transaction open (Empty, CompleteCommit, CompleteAbort) writes an
 //     empty PrepareAbort/CompleteAbort and bumps the epoch; a commit there
 //     is INVALID_TXN_STATE; a retry epoch in Empty is PRODUCER_FENCED.
-//     Clients send v5 only once transaction.version 2 is finalized, which
-//     it is not here.
+//     Clients send v5 once transaction.version 2 is finalized, as it is
+//     by default (api_versions.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -1,6 +1,6 @@
 package protocol
 
-// ListOffsets: v0-10
+// ListOffsets: v0-11 (Kafka 4 serves v1+: see api_versions.go)
 //
 // Behavior (Kafka's KafkaApis.handleListOffsetRequest, Partition and
 // UnifiedLog.fetchOffsetByTimestamp):
@@ -8,8 +8,13 @@ package protocol
 //     (v2+); the log end offset for a follower or debug replica id.
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset.
 //   - -3 (max timestamp, v7+): the record with the largest timestamp.
-//   - -5 (latest tiered, v9+): no tiered storage, so offset -1 with leader
-//     epoch -1, as Kafka answers for a topic without remote storage.
+//   - -5 (latest tiered, v9+) and -6 (earliest pending upload, v11+): no
+//     tiered storage, so offset -1 with leader epoch -1, as Kafka answers
+//     for a topic without remote storage.
+//   - A special timestamp below its version (-3 before v7, -4 before v8,
+//     -5 before v9, -6 before v11) and any other negative timestamp but
+//     -1 and -2 is UNSUPPORTED_VERSION for the partition, as Kafka 4.3.1
+//     answers.
 //   - other timestamps: the first record with timestamp >= target. A
 //     result at or past the last fetchable offset (HW, or LSO) is not
 //     returned: offset and timestamp -1 with no error.
@@ -34,8 +39,11 @@ package protocol
 //   - v8: -4 earliest local (KIP-405)
 //   - v9: -5 latest tiered (KIP-1005)
 //   - v10: TimeoutMillis (KIP-1075), irrelevant without remote storage
+//   - v11: -6 earliest pending upload (KIP-1023)
 
 import (
+	"math"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,7 +51,7 @@ import (
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
-func init() { register(kmsg.ListOffsets.Int16(), 0, 10, handleListOffsets) }
+func init() { register(kmsg.ListOffsets.Int16(), 0, 11, handleListOffsets) }
 
 // Special ListOffsets timestamps.
 const (
@@ -52,6 +60,7 @@ const (
 	listMaxTimestamp   = -3
 	listEarliestLocal  = -4
 	listLatestTiered   = -5
+	listPendingUpload  = -6
 	consumerReplicaID  = -1
 	isolationCommitted = 1
 )
@@ -92,6 +101,8 @@ func handleListOffsets(s *Server, r *Request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			case r.Version == 0:
 				s.listOffsetsV0(topic.Partitions[rp.Partition], &rp, &sp)
+			case rp.Timestamp < listEarliest && r.Version < listTimestampMinVersion(rp.Timestamp):
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
 				s.listOffsets(req, topic.Partitions[rp.Partition], &rp, &sp)
 			}
@@ -130,7 +141,7 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest, l *partition.Log, rp 
 		found(-1, lastFetchable, epoch)
 	case listEarliest, listEarliestLocal:
 		found(-1, o.LogStartOffset, epoch)
-	case listLatestTiered:
+	case listLatestTiered, listPendingUpload:
 		found(-1, -1, -1)
 	case listMaxTimestamp:
 		ts, off, ok, err := l.MaxTimestamp()
@@ -151,6 +162,22 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest, l *partition.Log, rp 
 			found(ts, off, epoch)
 		}
 	}
+}
+
+// listTimestampMinVersion is the first version that knows the special
+// timestamp ts (below -2); math.MaxInt16 for one no version knows.
+func listTimestampMinVersion(ts int64) int16 {
+	switch ts {
+	case listMaxTimestamp:
+		return 7
+	case listEarliestLocal:
+		return 8
+	case listLatestTiered:
+		return 9
+	case listPendingUpload:
+		return 11
+	}
+	return math.MaxInt16
 }
 
 // listOffsetsV0 answers the legacy old-style offsets for a log of one

@@ -34,7 +34,17 @@ package protocol
 //   - A transactional batch is first verified with the transaction
 //     coordinator (Config.VerifyTxnPartition, Kafka 3.6+'s verification):
 //     its error code is the partition's answer; without a coordinator it
-//     is INVALID_TXN_STATE. A verification guard taken on the partition
+//     is INVALID_TXN_STATE. From v12 (transaction.version 2, KIP-890
+//     part 2) the coordinator adds the partition to the producer's
+//     transaction instead (Config.AddTxnPartition, Kafka's ADD_PARTITION
+//     operation for Produce v12+, whatever the finalized level): the
+//     transaction starts there if none is open; a stale epoch is
+//     INVALID_PRODUCER_EPOCH, another producer id
+//     INVALID_PRODUCER_ID_MAPPING, a transaction still completing
+//     NOT_ENOUGH_REPLICAS (retriable; Kafka retries it for
+//     add.partitions.to.txn.retry.backoff.max.ms first, but markers here
+//     are written before EndTxn answers, so only a failed marker write
+//     leaves one completing). A verification guard taken on the partition
 //     before asking (partition.Log.StartTxnVerification) makes a batch
 //     that would open a transaction fail with INVALID_TXN_STATE if the
 //     producer's marker was written in between.
@@ -58,7 +68,8 @@ package protocol
 //   - v9: flexible
 //   - v10, v11: CurrentLeader and NodeEndpoints (tagged, for
 //     NOT_LEADER_OR_FOLLOWER, which one broker never answers)
-//   - v12: no schema change (KIP-890 transactions v2)
+//   - v12: no schema change (KIP-890 part 2: partitions join the
+//     transaction implicitly)
 //   - v13: topics by id (KIP-516)
 
 import (
@@ -238,8 +249,14 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		g := log.StartTxnVerification(h.ProducerID(), h.ProducerEpoch())
 		guard = &g
 		code := kerr.InvalidTxnState.Code
-		if verify := s.cfg.VerifyTxnPartition; verify != nil && txnID != nil {
-			code = verify(*txnID, h.ProducerID(), h.ProducerEpoch(), topic.Name, rp.Partition)
+		switch {
+		case txnID == nil:
+		case version >= 12 && s.cfg.AddTxnPartition != nil:
+			// transaction.version 2: the partition joins the
+			// transaction here (Kafka's ADD_PARTITION for v12+).
+			code = s.cfg.AddTxnPartition(*txnID, h.ProducerID(), h.ProducerEpoch(), topic.Name, rp.Partition)
+		case s.cfg.VerifyTxnPartition != nil:
+			code = s.cfg.VerifyTxnPartition(*txnID, h.ProducerID(), h.ProducerEpoch(), topic.Name, rp.Partition)
 		}
 		if code == kerr.TransactionAbortable.Code && version < 11 {
 			// TRANSACTION_ABORTABLE is new in Produce v11 (KIP-890);

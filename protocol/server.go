@@ -137,6 +137,11 @@ type Config struct {
 	// error code to answer the partition with. Nil: Txns's
 	// VerifyProducePartition.
 	VerifyTxnPartition func(transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) int16
+	// AddTxnPartition adds a partition to the producer's transaction
+	// before a transactional batch of Produce v12+ is appended
+	// (transaction.version 2, KIP-890 part 2), with VerifyTxnPartition's
+	// codes. Nil: Txns's AddProducePartition.
+	AddTxnPartition func(transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) int16
 	// SASLMaxReceiveBytes bounds a frame before a SASL client has
 	// authenticated (sasl.server.max.receive.size, default 524288); zero
 	// means the default.
@@ -203,6 +208,8 @@ type Server struct {
 	// for a nil one, as on a Server built by hand in tests.)
 	groups *coordinator.Coordinator
 	txns   *coordinator.TxnCoordinator
+	// features are the feature levels ApiVersions reports (features.go).
+	features *featureState
 
 	// table is apis capped by cfg.Versions: what is advertised and served.
 	table map[int16]api
@@ -264,6 +271,9 @@ func NewServer(cfg Config, store *partition.Store) (*Server, error) {
 	if cfg.VerifyTxnPartition == nil {
 		cfg.VerifyTxnPartition = cfg.Txns.VerifyProducePartition
 	}
+	if cfg.AddTxnPartition == nil {
+		cfg.AddTxnPartition = cfg.Txns.AddProducePartition
+	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -317,6 +327,8 @@ func NewServer(cfg Config, store *partition.Store) (*Server, error) {
 	s.fetchSessions = newFetchSessions(cfg)
 	s.groups = cfg.Groups
 	s.txns = cfg.Txns
+	s.features = newFeatureState(cfg.Versions, s.savedFeatureLevels())
+	s.txns.SetTransactionVersion(s.features.level(transactionVersionFeature))
 	return s, nil
 }
 
@@ -337,6 +349,9 @@ func servedVersions(vs *kversion.Versions) map[int16]api {
 			if max < a.max {
 				a.max = max
 			}
+		}
+		if m := releaseMinVersion(vs, k); m > a.min {
+			a.min, a.advertisedMin = m, max(a.advertisedMin, m)
 		}
 		if a.max < a.min {
 			continue

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -286,14 +287,13 @@ func TestApiVersionsAdvertisesTable(t *testing.T) {
 	b := startBroker(t, nil)
 	w := dialWire(t, b.addr)
 	resp := w.roundTrip(apiVersionsReq(4)).(*kmsg.ApiVersionsResponse)
-	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {0, 10}, 3: {0, 13}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6}}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("key %d: advertised %v, want %v", k, got[k], v)
+	for k, v := range got {
+		if want, ok := kafka431Versions[k]; ok && v != want {
+			t.Errorf("key %d: advertised %v, Kafka 4.3.1 %v", k, v, want)
 		}
 	}
 	for k := range got {
@@ -301,35 +301,92 @@ func TestApiVersionsAdvertisesTable(t *testing.T) {
 			t.Errorf("key %d advertised but not registered", k)
 		}
 	}
-	// transaction.version 1 (the classic transaction protocol) and
-	// streams.version 1 (KIP-1071), each supported and finalized at 1;
-	// share.version 0-1 finalized at 1 (KIP-932).
-	levels := map[string][3]int16{}
-	for _, f := range resp.SupportedFeatures {
-		l := levels[f.Name]
-		l[0], l[1] = f.MinVersion, f.MaxVersion
-		levels[f.Name] = l
+	// Kafka 4.3.1's transaction.version, group.version, share.version and
+	// streams.version.
+	if got := fmt.Sprint(resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch); got !=
+		"[{group.version 0 1 {map[]}} {share.version 0 1 {map[]}} {streams.version 0 1 {map[]}} {transaction.version 0 2 {map[]}}] [{group.version 1 1 {map[]}} {share.version 1 1 {map[]}} {streams.version 1 1 {map[]}} {transaction.version 2 2 {map[]}}] 0" {
+		t.Errorf("features advertised: %s", got)
 	}
-	for _, f := range resp.FinalizedFeatures {
-		l := levels[f.Name]
-		if f.MinVersionLevel != f.MaxVersionLevel {
-			l[2] = -1
-		} else {
-			l[2] = f.MaxVersionLevel
-		}
-		levels[f.Name] = l
-	}
-	for _, name := range []string{"transaction.version", "streams.version"} {
-		if levels[name] != [3]int16{1, 1, 1} {
-			t.Errorf("%s advertised %v, want supported 1-1 finalized 1", name, levels[name])
-		}
-	}
-	if levels["share.version"] != [3]int16{0, 1, 1} {
-		t.Errorf("share.version advertised %v, want supported 0-1 finalized 1", levels["share.version"])
-	}
-	if len(levels) != len(brokerFeatures) || resp.FinalizedFeaturesEpoch != 0 {
-		t.Errorf("features advertised: %+v %+v %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
-	}
+}
+
+// kafka431Versions is what Apache Kafka 4.3.1 advertises (kafka-broker-api-versions
+// against one KRaft node): every API we serve must advertise the same range.
+var kafka431Versions = map[int16][2]int16{
+	0:  {0, 13}, // Produce
+	1:  {4, 18}, // Fetch
+	2:  {1, 11}, // ListOffsets
+	3:  {0, 13}, // Metadata
+	8:  {2, 10}, // OffsetCommit
+	9:  {1, 10}, // OffsetFetch
+	10: {0, 6},  // FindCoordinator
+	11: {0, 9},  // JoinGroup
+	12: {0, 4},  // Heartbeat
+	13: {0, 5},  // LeaveGroup
+	14: {0, 5},  // SyncGroup
+	15: {0, 6},  // DescribeGroups
+	16: {0, 5},  // ListGroups
+	17: {0, 1},  // SaslHandshake
+	18: {0, 4},  // ApiVersions
+	19: {2, 7},  // CreateTopics
+	20: {1, 6},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords
+	22: {0, 5},  // InitProducerId
+	23: {2, 4},  // OffsetForLeaderEpoch
+	24: {0, 5},  // AddPartitionsToTxn
+	25: {0, 4},  // AddOffsetsToTxn
+	26: {0, 5},  // EndTxn
+	27: {1, 2},  // WriteTxnMarkers
+	28: {0, 5},  // TxnOffsetCommit
+	29: {1, 3},  // DescribeAcls
+	30: {1, 3},  // CreateAcls
+	31: {1, 3},  // DeleteAcls
+	32: {1, 4},  // DescribeConfigs
+	33: {0, 2},  // AlterConfigs
+	34: {1, 2},  // AlterReplicaLogDirs
+	35: {1, 5},  // DescribeLogDirs
+	36: {0, 2},  // SaslAuthenticate
+	37: {0, 3},  // CreatePartitions
+	38: {1, 3},  // CreateDelegationToken
+	39: {1, 2},  // RenewDelegationToken
+	40: {1, 2},  // ExpireDelegationToken
+	41: {1, 3},  // DescribeDelegationToken
+	42: {0, 2},  // DeleteGroups
+	43: {0, 2},  // ElectLeaders
+	44: {0, 1},  // IncrementalAlterConfigs
+	45: {0, 1},  // AlterPartitionReassignments
+	46: {0, 0},  // ListPartitionReassignments
+	47: {0, 0},  // OffsetDelete
+	48: {0, 1},  // DescribeClientQuotas
+	49: {0, 1},  // AlterClientQuotas
+	50: {0, 0},  // DescribeUserScramCredentials
+	51: {0, 0},  // AlterUserScramCredentials
+	55: {0, 2},  // DescribeQuorum
+	57: {0, 2},  // UpdateFeatures
+	60: {0, 2},  // DescribeCluster
+	61: {0, 0},  // DescribeProducers
+	64: {0, 0},  // UnregisterBroker
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 2},  // ListTransactions
+	68: {0, 1},  // ConsumerGroupHeartbeat
+	69: {0, 1},  // ConsumerGroupDescribe
+	74: {0, 1},  // ListConfigResources
+	75: {0, 0},  // DescribeTopicPartitions
+	76: {1, 1},  // ShareGroupHeartbeat
+	77: {1, 1},  // ShareGroupDescribe
+	78: {1, 2},  // ShareFetch
+	79: {1, 2},  // ShareAcknowledge
+	80: {0, 1},  // AddRaftVoter
+	81: {0, 0},  // RemoveRaftVoter
+	83: {0, 0},  // InitializeShareGroupState
+	84: {0, 0},  // ReadShareGroupState
+	85: {0, 1},  // WriteShareGroupState
+	86: {0, 0},  // DeleteShareGroupState
+	87: {0, 1},  // ReadShareGroupStateSummary
+	88: {0, 0},  // StreamsGroupHeartbeat
+	89: {0, 0},  // StreamsGroupDescribe
+	90: {0, 1},  // DescribeShareGroupOffsets
+	91: {0, 0},  // AlterShareGroupOffsets
+	92: {0, 0},  // DeleteShareGroupOffsets
 }
 
 func TestApiVersionsUnsupportedVersion(t *testing.T) {
@@ -414,6 +471,68 @@ func TestVersionsCap(t *testing.T) {
 	r, _ := w.recv(kmsg.ApiVersions.Int16(), 0, corr)
 	if av := r.(*kmsg.ApiVersionsResponse); av.ErrorCode != kerr.UnsupportedVersion.Code || av.ApiKeys[0].MaxVersion != 2 {
 		t.Fatalf("fallback %+v", av)
+	}
+}
+
+// TestVersionsCapReleases: a capped release reproduces its minimum
+// versions (KIP-896 from 4.0, JoinGroup v0-1 back in 4.1) and its
+// feature table (none before 3.3, transaction.version and group.version
+// from 4.0), with kcompatd's own ranges in the newest.
+func TestVersionsCapReleases(t *testing.T) {
+	for _, c := range []struct {
+		release  string
+		mins     map[int16]int16 // key -> advertised min
+		maxes    map[int16]int16
+		features string
+	}{
+		{"3.9", map[int16]int16{2: 0, 8: 0, 11: 0, 19: 0, 35: 0}, map[int16]int16{2: 9, 26: 4, 0: 11}, "[] [] 0"},
+		{"4.0", map[int16]int16{2: 1, 8: 2, 9: 1, 11: 2, 19: 2, 20: 1, 23: 2, 32: 1, 35: 1}, map[int16]int16{2: 10, 26: 5, 0: 12, 35: 4},
+			"[{group.version 0 1 {map[]}} {transaction.version 0 2 {map[]}}] [{group.version 1 1 {map[]}} {transaction.version 2 2 {map[]}}] 0"},
+		{"4.2", map[int16]int16{2: 1, 11: 0}, map[int16]int16{2: 11, 35: 4},
+			"[{group.version 0 1 {map[]}} {share.version 0 1 {map[]}} {streams.version 0 1 {map[]}} {transaction.version 0 2 {map[]}}] [{group.version 1 1 {map[]}} {share.version 1 1 {map[]}} {streams.version 1 1 {map[]}} {transaction.version 2 2 {map[]}}] 0"},
+		{"4.3", map[int16]int16{2: 1, 11: 0}, map[int16]int16{2: 11, 35: 5},
+			"[{group.version 0 1 {map[]}} {share.version 0 1 {map[]}} {streams.version 0 1 {map[]}} {transaction.version 0 2 {map[]}}] [{group.version 1 1 {map[]}} {share.version 1 1 {map[]}} {streams.version 1 1 {map[]}} {transaction.version 2 2 {map[]}}] 0"},
+	} {
+		t.Run(c.release, func(t *testing.T) {
+			vs := kversion.FromString(c.release)
+			if vs == nil {
+				t.Fatalf("kversion does not know %s", c.release)
+			}
+			b := startBroker(t, func(cfg *Config) { cfg.Versions = vs })
+			w := dialWire(t, b.addr)
+			resp := w.roundTrip(apiVersionsReq(3)).(*kmsg.ApiVersionsResponse)
+			if resp.ErrorCode == kerr.UnsupportedVersion.Code {
+				resp = w.roundTrip(apiVersionsReq(2)).(*kmsg.ApiVersionsResponse)
+			}
+			got := map[int16][2]int16{}
+			for _, k := range resp.ApiKeys {
+				got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+			}
+			for k, min := range c.mins {
+				if got[k][0] != min {
+					t.Errorf("key %d min %d, want %d", k, got[k][0], min)
+				}
+			}
+			for k, max := range c.maxes {
+				if got[k][1] != max {
+					t.Errorf("key %d max %d, want %d", k, got[k][1], max)
+				}
+			}
+			if v := w.roundTrip(apiVersionsReq(4)); v != nil {
+				if r := v.(*kmsg.ApiVersionsResponse); r.ErrorCode == 0 {
+					if f := fmt.Sprint(r.SupportedFeatures, r.FinalizedFeatures, r.FinalizedFeaturesEpoch); f != c.features {
+						t.Errorf("features %s, want %s", f, c.features)
+					}
+				}
+			}
+			want := int16(2)
+			if c.release == "3.9" {
+				want = 0
+			}
+			if l := b.s.txns.TransactionVersion(); l != want {
+				t.Errorf("coordinator at transaction.version %d, want %d", l, want)
+			}
+		})
 	}
 }
 

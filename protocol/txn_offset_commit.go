@@ -25,6 +25,9 @@ package protocol
 //     from v4; a fenced epoch: INVALID_PRODUCER_EPOCH; a transaction
 //     ending: CONCURRENT_TRANSACTIONS; an unknown producer:
 //     INVALID_PRODUCER_ID_MAPPING. Every partition gets that answer.
+//     From v5 (transaction.version 2) the partition is added to the
+//     transaction instead, starting it if none is open, with the same
+//     codes otherwise.
 //   - Metadata longer than offset.metadata.max.bytes:
 //     OFFSET_METADATA_TOO_LARGE for that partition, the others are written.
 //   - The offsets are one transactional batch with the producer's id and
@@ -45,8 +48,7 @@ package protocol
 //   - v3: flexible; GenerationID, MemberID, GroupInstanceID (KIP-447)
 //   - v4: no schema change (KIP-890: errors the producer may abort on)
 //   - v5: no schema change (KIP-890 part 2, transaction.version 2: the
-//     partition is added to the transaction implicitly; not advertised
-//     as a feature here, so clients still send AddOffsetsToTxn first)
+//     partition is added to the transaction implicitly)
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -157,7 +159,16 @@ func (s *Server) verifyTxnOffsets(v int16, req *kmsg.TxnOffsetCommitRequest) (in
 		g := t.Partitions[tp.Partition].StartTxnVerification(req.ProducerID, req.ProducerEpoch)
 		guard = &g
 	}
-	switch code := s.txns.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []coordinator.TopicPartition{tp})[0]; code {
+	var code int16
+	if v >= 5 {
+		// transaction.version 2: the offsets join the transaction here
+		// (Kafka's ADD_PARTITION for TxnOffsetCommit v5), no
+		// AddOffsetsToTxn before.
+		code = s.txns.AddPartitionsTV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []coordinator.TopicPartition{tp})
+	} else {
+		code = s.txns.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []coordinator.TopicPartition{tp})[0]
+	}
+	switch code {
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code, nil
 	case kerr.TransactionAbortable.Code:

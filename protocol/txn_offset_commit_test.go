@@ -103,9 +103,13 @@ func checkTxnOffsetCommitVersion(t *testing.T, _ *testBroker, _ *wire, v int16) 
 	for coordinator.PartitionFor(other, 3) == coordinator.PartitionFor("simple", 3) {
 		other += "x"
 	}
-	want := kerr.InvalidTxnState
-	if v >= 4 {
+	var want *kerr.Error
+	switch {
+	case v >= 5: // transaction.version 2: added implicitly
+	case v >= 4:
 		want = kerr.TransactionAbortable
+	default:
+		want = kerr.InvalidTxnState
 	}
 	expectErr(t, "partition not in the transaction", txnCommitCode(t, w.roundTrip(txnCommitReq(v, other, p, -1, "", "t", 0, 5))), want)
 

@@ -106,46 +106,64 @@ func TestProduceIdempotence(t *testing.T) {
 }
 
 // TestProduceTransactionalVerification: a transactional batch is appended
-// only when the transaction coordinator vouches for the partition.
+// only when the transaction coordinator vouches for the partition: below
+// Produce v12 it verifies the partition is in the transaction (KIP-890
+// part 1), from v12 it adds it (transaction.version 2); their codes are
+// the partition's answer, TRANSACTION_ABORTABLE only from v11.
 func TestProduceTransactionalVerification(t *testing.T) {
-	verdict := int16(0)
+	var verdict int16
 	var asked []string
-	b := startBroker(t, func(c *Config) {
-		c.VerifyTxnPartition = func(txnID string, pid int64, epoch int16, topic string, part int32) int16 {
-			asked = append(asked, txnID+"/"+topic)
+	hook := func(kind string) func(string, int64, int16, string, int32) int16 {
+		return func(txnID string, pid int64, epoch int16, topic string, part int32) int16 {
+			asked = append(asked, kind+":"+txnID+"/"+topic)
 			return verdict
 		}
+	}
+	b := startBroker(t, func(c *Config) {
+		c.VerifyTxnPartition = hook("verify")
+		c.AddTxnPartition = hook("add")
 	})
 	tp := b.createTopic(t, "tx", 1, nil)
 	w := dialWire(t, b.addr)
-	sendV := func(version int16, batch []byte) kmsg.ProduceResponseTopicPartition {
-		req := produceReq(version, "tx", tp.ID, 0, batch)
-		req.TransactionID = strp("app")
-		return onlyProducePartition(t, w.roundTrip(req))
-	}
-	send := func(batch []byte) kmsg.ProduceResponseTopicPartition { return sendV(9, batch) }
 	now := b.nowMs()
-	verdict = kerr.InvalidTxnState.Code
-	if p := send(producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != kerr.InvalidTxnState.Code {
-		t.Fatalf("refused: %+v", p)
-	}
-	// A partition outside the transaction: TRANSACTION_ABORTABLE from
-	// Produce v11, INVALID_TXN_STATE before it.
-	verdict = kerr.TransactionAbortable.Code
-	for v, want := range map[int16]int16{3: kerr.InvalidTxnState.Code, 10: kerr.InvalidTxnState.Code, 11: kerr.TransactionAbortable.Code, 13: kerr.TransactionAbortable.Code} {
-		if p := sendV(v, producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != want {
-			t.Fatalf("v%d not in transaction: %+v, want code %d", v, p, want)
+	for _, c := range []struct {
+		version int16
+		verdict int16
+		want    int16
+		asked   string
+	}{
+		{9, kerr.InvalidTxnState.Code, kerr.InvalidTxnState.Code, "verify"},
+		{3, kerr.TransactionAbortable.Code, kerr.InvalidTxnState.Code, "verify"},
+		{10, kerr.TransactionAbortable.Code, kerr.InvalidTxnState.Code, "verify"},
+		{11, kerr.TransactionAbortable.Code, kerr.TransactionAbortable.Code, "verify"},
+		{11, kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code, "verify"},
+		{12, kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code, "add"},
+		{13, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicas.Code, "add"},
+		{13, kerr.InvalidProducerIDMapping.Code, kerr.InvalidProducerIDMapping.Code, "add"},
+	} {
+		verdict, asked = c.verdict, nil
+		req := produceReq(c.version, "tx", tp.ID, 0, producerBatch(t, now, 3, 0, 0, 1, true))
+		req.TransactionID = strp("app")
+		if p := onlyProducePartition(t, w.roundTrip(req)); p.ErrorCode != c.want {
+			t.Fatalf("v%d, coordinator says %s: %+v, want %s", c.version, codeName(c.verdict), p, codeName(c.want))
+		}
+		if len(asked) != 1 || asked[0] != c.asked+":app/tx" {
+			t.Fatalf("v%d asked %v, want %s", c.version, asked, c.asked)
 		}
 	}
-	verdict = 0
-	if p := send(producerBatch(t, now, 3, 0, 0, 1, true)); p.ErrorCode != 0 || p.BaseOffset != 0 {
-		t.Fatalf("verified: %+v", p)
+	if o := tp.Partitions[0].Offsets(); o.LogEndOffset != 0 {
+		t.Fatalf("a refused batch was written: %+v", o)
 	}
-	if o := tp.Partitions[0].Offsets(); o.LastStableOffset != 0 || o.HighWatermark != 1 {
+	for _, v := range []int16{11, 12} {
+		verdict = 0
+		req := produceReq(v, "tx", tp.ID, 0, producerBatch(t, now, 3, 0, int32(v-11), 1, true))
+		req.TransactionID = strp("app")
+		if p := onlyProducePartition(t, w.roundTrip(req)); p.ErrorCode != 0 || p.BaseOffset != int64(v-11) {
+			t.Fatalf("v%d vouched for: %+v", v, p)
+		}
+	}
+	if o := tp.Partitions[0].Offsets(); o.LastStableOffset != 0 || o.HighWatermark != 2 {
 		t.Fatalf("offsets %+v, want LSO 0", o)
-	}
-	if len(asked) != 6 || asked[0] != "app/tx" {
-		t.Fatalf("asked %v", asked)
 	}
 }
 

@@ -121,7 +121,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 			}
 		}
 	}
-	if checked != 69+extra { // + the pairs of versionChecks // 5 ApiVersions + 14 Metadata + 8 CreateTopics + 7 DeleteTopics + 14 Produce + 11 ListOffsets + 5 DescribeConfigs + 3 AlterConfigs + 2 IncrementalAlterConfigs
+	if checked != 65+extra { // + the pairs of versionChecks // 5 ApiVersions + 14 Metadata + 6 CreateTopics (v2+) + 6 DeleteTopics (v1+) + 14 Produce + 11 ListOffsets (v1+) + 4 DescribeConfigs (v1+) + 3 AlterConfigs + 2 IncrementalAlterConfigs
 		t.Fatalf("only %d pairs checked", checked)
 	}
 }
@@ -134,14 +134,11 @@ func checkApiVersionsVersion(t *testing.T, w *wire, v int16) {
 	if v >= 1 && resp.ThrottleMillis != 0 {
 		t.Errorf("throttle %d", resp.ThrottleMillis)
 	}
-	// v3 leaves out features whose min level is 0 (KAFKA-17492).
-	wantSupported := len(brokerFeatures)
-	if v == 3 {
-		for _, f := range brokerFeatures {
-			if f.min == 0 {
-				wantSupported--
-			}
-		}
+	// Below v4 the supported features with min level 0 (all of ours)
+	// are left out.
+	wantSupported := 0
+	if v >= 4 {
+		wantSupported = len(brokerFeatures)
 	}
 	if v >= 3 && (resp.FinalizedFeaturesEpoch != 0 || len(resp.FinalizedFeatures) != len(brokerFeatures) || len(resp.SupportedFeatures) != wantSupported) {
 		t.Errorf("features %+v %+v epoch %d", resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
@@ -501,6 +498,19 @@ func checkListOffsetsVersion(t *testing.T, b *testBroker, w *wire, v int16) {
 	if v >= 9 {
 		if p := ask(-5); p.Offset != -1 || p.LeaderEpoch != -1 {
 			t.Errorf("latest tiered: %+v", p)
+		}
+	}
+	// Special timestamps below their version, and unknown ones, as Kafka
+	// 4.3.1 answers them (measured); -6 is earliest pending upload (v11).
+	for ts, from := range map[int64]int16{-3: 7, -4: 8, -5: 9, -6: 11, -7: 100, -100: 100} {
+		p := ask(ts)
+		switch {
+		case v < from && (p.ErrorCode != kerr.UnsupportedVersion.Code || p.Offset != -1):
+			t.Errorf("timestamp %d: %+v, want UNSUPPORTED_VERSION", ts, p)
+		case v >= from && p.ErrorCode != 0:
+			t.Errorf("timestamp %d: %+v", ts, p)
+		case ts == -6 && v >= from && (p.Offset != -1 || p.LeaderEpoch != -1 || p.Timestamp != -1):
+			t.Errorf("earliest pending upload: %+v", p)
 		}
 	}
 }

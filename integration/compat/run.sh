@@ -204,7 +204,9 @@ free_port() {
 }
 
 # Apache Kafka as the oracle: one KRaft node (broker + controller) on
-# 127.0.0.1, with the settings a single node needs.
+# 127.0.0.1, with the settings a single node needs, formatted with the
+# release's default features (4.3.1: transaction.version=2,
+# group.version=1, as kcompatd finalizes them).
 start_oracle() {
   local port=$1 data=$2 props="$TMP/server.$BROKER_RUN.properties" cport cid
   cport=$(free_port) || return 1

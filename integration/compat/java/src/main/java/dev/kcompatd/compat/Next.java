@@ -209,23 +209,55 @@ final class Next {
         }
     }
 
-    /** One committed and one aborted transaction; read_committed sees the first only. */
+    /**
+     * One committed and one aborted transaction; read_committed sees the
+     * first only. The committed one also sends a group's offsets to the
+     * transaction. Under the finalized transaction.version (2 by default in
+     * Kafka 4.3: KIP-890 part 2) the client adds partitions through Produce
+     * and TxnOffsetCommit and every commit or abort bumps the producer
+     * epoch (seen with describeTransactions); under 1 the epoch stays.
+     */
     static void transactions(String bootstrap, String txTopic, String group, List<String> errors) throws Exception {
-        Properties tp = producerProps(bootstrap);
-        tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txTopic + "-id");
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(tp)) {
-            producer.initTransactions();
-            producer.beginTransaction();
-            for (int i = 0; i < 10; i++) {
-                producer.send(new ProducerRecord<>(txTopic, 0, null, ("committed-" + i).getBytes()));
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        ap.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        String txnID = txTopic + "-id";
+        String offsetsGroup = group + "-txo";
+        try (Admin admin = Admin.create(ap)) {
+            org.apache.kafka.clients.admin.FinalizedVersionRange tvRange = admin.describeFeatures().featureMetadata()
+                .get(30, TimeUnit.SECONDS).finalizedFeatures().get("transaction.version");
+            int tv = tvRange == null ? 0 : tvRange.maxVersionLevel();
+            System.out.println("java-next: transaction.version " + tv + " finalized");
+            Properties tp = producerProps(bootstrap);
+            tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnID);
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(tp)) {
+                producer.initTransactions();
+                int epoch0 = admin.describeTransactions(List.of(txnID)).description(txnID).get(30, TimeUnit.SECONDS).producerEpoch();
+                producer.beginTransaction();
+                for (int i = 0; i < 10; i++) {
+                    producer.send(new ProducerRecord<>(txTopic, 0, null, ("committed-" + i).getBytes()));
+                }
+                producer.sendOffsetsToTransaction(Map.of(new TopicPartition(txTopic, 0), new OffsetAndMetadata(7)),
+                    new org.apache.kafka.clients.consumer.ConsumerGroupMetadata(offsetsGroup));
+                producer.commitTransaction();
+                producer.beginTransaction();
+                for (int i = 0; i < 10; i++) {
+                    producer.send(new ProducerRecord<>(txTopic, 0, null, ("aborted-" + i).getBytes()));
+                }
+                producer.flush();
+                producer.abortTransaction();
+                int epoch2 = admin.describeTransactions(List.of(txnID)).description(txnID).get(30, TimeUnit.SECONDS).producerEpoch();
+                int wantBump = tv >= 2 ? 2 : 0;
+                if (epoch2 - epoch0 != wantBump) {
+                    errors.add("producer epoch " + epoch0 + " -> " + epoch2 + " over a commit and an abort under transaction.version "
+                        + tv + ", want +" + wantBump);
+                }
             }
-            producer.commitTransaction();
-            producer.beginTransaction();
-            for (int i = 0; i < 10; i++) {
-                producer.send(new ProducerRecord<>(txTopic, 0, null, ("aborted-" + i).getBytes()));
+            OffsetAndMetadata om = admin.listConsumerGroupOffsets(offsetsGroup).partitionsToOffsetAndMetadata()
+                .get(30, TimeUnit.SECONDS).get(new TopicPartition(txTopic, 0));
+            if (om == null || om.offset() != 7) {
+                errors.add("offsets sent to the committed transaction: " + om + ", want offset 7");
             }
-            producer.flush();
-            producer.abortTransaction();
         }
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(consumerProps(bootstrap, group + "-tx", "read_committed"))) {
             c.subscribe(List.of(txTopic));

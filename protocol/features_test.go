@@ -1,0 +1,82 @@
+package protocol
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// TestFeatureStateSavedLevels: saved levels replace the defaults at start
+// when the broker (capped or not) supports them, and are ignored
+// otherwise; a failed save changes nothing.
+func TestFeatureStateSavedLevels(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		vs    *kversion.Versions
+		saved string
+		tv    int16
+		gv    int16
+	}{
+		{"none saved", nil, "", 2, 1},
+		{"saved downgrade", nil, "group.version=0\ntransaction.version=1\n", 1, 0},
+		{"out of range", nil, "transaction.version=7\ngroup.version=-1\n", 2, 1},
+		{"garbage", nil, "transaction.version\n=1\ntransaction.version=x\n\x00\n", 2, 1},
+		{"unknown feature", nil, "foo.version=3\n", 2, 1},
+		{"capped release without the feature", kversion.FromString("3.9"), "transaction.version=1\n", 0, 0},
+		{"capped release", kversion.FromString("4.0"), "transaction.version=0\n", 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFeatureState(c.vs, []byte(c.saved))
+			if tv, gv := f.level(transactionVersionFeature), f.level(groupVersionFeature); tv != c.tv || gv != c.gv {
+				t.Fatalf("transaction.version %d group.version %d, want %d %d", tv, gv, c.tv, c.gv)
+			}
+		})
+	}
+
+	f := newFeatureState(nil, nil)
+	var saved []byte
+	if err := f.set(map[string]int16{transactionVersionFeature: 1}, func(b []byte) error { saved = b; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if string(saved) != "group.version=1\nshare.version=1\nstreams.version=1\ntransaction.version=1\n" {
+		t.Fatalf("saved %q", saved)
+	}
+	if g := newFeatureState(nil, saved); g.level(transactionVersionFeature) != 1 || g.level(groupVersionFeature) != 1 {
+		t.Fatalf("reloaded %+v", g.view())
+	}
+	boom := errors.New("disk full")
+	if err := f.set(map[string]int16{transactionVersionFeature: 0}, func([]byte) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("failed save: %v", err)
+	}
+	if v := f.view(); v.finalized[transactionVersionFeature] != 1 || v.epoch != 1 {
+		t.Fatalf("a failed save changed the levels: %+v", v)
+	}
+}
+
+// FuzzDecodeFeatureLevels: the saved levels file is read at start, so any
+// bytes decode without a panic, and what decodes encodes back to itself.
+func FuzzDecodeFeatureLevels(f *testing.F) {
+	f.Add([]byte("group.version=1\ntransaction.version=2\n"))
+	f.Add([]byte("=\n=1\nx=\nx=99999\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := decodeFeatureLevels(b)
+		for n, l := range m {
+			if n == "" || l < 0 {
+				t.Fatalf("decoded %q=%d", n, l)
+			}
+		}
+		again := decodeFeatureLevels(encodeFeatureLevels(m))
+		for n, l := range m {
+			if again[n] != l {
+				t.Fatalf("%q=%d did not round-trip", n, l)
+			}
+		}
+	})
+}
+
+// set finalizes levels (update without a choice).
+func (f *featureState) set(levels map[string]int16, save func([]byte) error) error {
+	_, err := f.update(func(featureView) map[string]int16 { return levels }, save)
+	return err
+}
