@@ -198,7 +198,7 @@ func TestRecoveryReadsNoSegmentDataAfterCleanShutdown(t *testing.T) {
 	)
 	// Small segments, so that there are rolled segments as well as active
 	// ones.
-	b := startBroker(t, "", "log.segment.bytes=262144")
+	b := startBroker(t, "", "kcompatd.log.internal.segment.bytes=262144")
 	if _, err := b.RecoveryBytesRead(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ const (
 // crashLoopConfigs make segments roll every few hundred records, index
 // entries frequent, and the cleaner run almost without pause.
 var crashLoopConfigs = []string{
-	"log.segment.bytes=65536",
+	"kcompatd.log.internal.segment.bytes=65536",
 	"log.index.interval.bytes=512",
 	"log.cleaner.backoff.ms=20",
 	"group.initial.rebalance.delay.ms=0",
