@@ -15,6 +15,12 @@ import (
 type ClientInfo struct {
 	ClientID   string
 	ClientHost string
+	// DescribesTopic reports whether the client's principal may DESCRIBE
+	// a topic (nil: every topic, no authorizer). A heartbeat's regex
+	// subscription resolves to the topics it may describe, as Kafka's
+	// refreshRegularExpressions filters with the triggering request's
+	// context.
+	DescribesTopic func(topic string) bool
 }
 
 // retries bounds how often a request follows a group that went Dead

@@ -452,7 +452,7 @@ func (g *group) consumerJoinOrHeartbeat(hr heartbeatRequest) (*kmsg.ConsumerGrou
 		cg.static[*m.instanceID] = m.id
 	}
 	if m.regex != "" {
-		g.refreshRegex(m.regex, hr.regex, now)
+		g.refreshRegex(m.regex, hr.regex, hr.client.DescribesTopic, now)
 	}
 	if h := g.subscriptionHash(); h != cg.subscriptionHash {
 		cg.subscriptionHash = h
@@ -898,8 +898,10 @@ func (g *group) subscribedNames() []string {
 }
 
 // refreshRegex resolves a regex when it is new to the group, and again at
-// most every group.consumer.regex.refresh.interval.ms, as Kafka does.
-func (g *group) refreshRegex(expr string, re *regexp.Regexp, now time.Time) {
+// most every group.consumer.regex.refresh.interval.ms, as Kafka does, to
+// the topics describes allows (nil: all). A resolution made without a
+// request's principal (at load) is refreshed at the next heartbeat.
+func (g *group) refreshRegex(expr string, re *regexp.Regexp, describes func(string) bool, now time.Time) {
 	r := g.cg.regexes[expr]
 	if r != nil && now.Sub(r.refreshedAt) < g.c.cfg.ConsumerRegexRefreshInterval {
 		return
@@ -916,7 +918,7 @@ func (g *group) refreshRegex(expr string, re *regexp.Regexp, now time.Time) {
 	}
 	r.topics = r.topics[:0]
 	for _, t := range g.c.store.Topics() {
-		if r.re.MatchString(t.Name) {
+		if r.re.MatchString(t.Name) && (describes == nil || describes(t.Name)) {
 			r.topics = append(r.topics, t.Name)
 		}
 	}

@@ -632,3 +632,31 @@ func TestConsumerGroupDescribeGroupsAndOffsetExpiry(t *testing.T) {
 
 // churnSeed seeds TestConsumerGroupChurn (seeds 1-12 were tried).
 const churnSeed = 1
+
+// TestConsumerGroupRegexOnlyDescribableTopics: a regex resolves to the
+// topics the heartbeat's principal may DESCRIBE, as Kafka's
+// refreshRegularExpressions filters with the triggering request's
+// authorization.
+func TestConsumerGroupRegexOnlyDescribableTopics(t *testing.T) {
+	e := newEnv(t, nil)
+	e.topic("orders-open", 2)
+	e.topic("orders-secret", 3)
+	re := "orders-.*"
+	a := e.newClient("g", "a")
+	a.regex = &re
+	ci := ClientInfo{ClientID: "client-a", ClientHost: "/127.0.0.1", DescribesTopic: func(topic string) bool { return topic != "orders-secret" }}
+	resp := e.c.ConsumerGroupHeartbeat(context.Background(), a.request(), ci)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	a.id, a.epoch = *resp.MemberID, resp.MemberEpoch
+	n := 0
+	if resp.Assignment != nil {
+		for _, tp := range resp.Assignment.Topics {
+			n += len(tp.Partitions)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("assigned %d partitions, want the 2 of the describable topic", n)
+	}
+}

@@ -531,7 +531,7 @@ func (g *group) consumerGroupLoaded(lc *loadedConsumer) {
 			cg.static[*m.instanceID] = id
 		}
 		if m.regex != "" {
-			g.refreshRegex(m.regex, nil, now)
+			g.refreshRegex(m.regex, nil, nil, time.Time{})
 		}
 	}
 	for id, t := range lc.target {

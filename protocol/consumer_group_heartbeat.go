@@ -38,6 +38,7 @@ package protocol
 //     client must generate its member id (KIP-1082)
 
 import (
+	"github.com/kcompatd/kcompatd/protocol/authz"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,5 +63,9 @@ func handleConsumerGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) 
 		resp.ErrorCode = code
 		return resp, nil
 	}
-	return s.groups.ConsumerGroupHeartbeat(r.Ctx, req, clientInfo(r)), nil
+	ci := clientInfo(r)
+	if s.cfg.Authorizer != nil {
+		ci.DescribesTopic = func(topic string) bool { return s.authorizeTopic(r, authz.OpDescribe, topic) }
+	}
+	return s.groups.ConsumerGroupHeartbeat(r.Ctx, req, ci), nil
 }
