@@ -67,7 +67,21 @@ func newFeatureState(vs *kversion.Versions, saved []byte) *featureState {
 			f.finalized[name] = fin
 		}
 	}
+	f.epoch = savedFeatureEpoch(saved)
 	return f
+}
+
+// savedFeatureEpoch is the epoch line of the saved levels (0: none, as a
+// file written before epochs were saved).
+func savedFeatureEpoch(saved []byte) int64 {
+	for _, line := range bytes.Split(saved, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte(featureEpochKey+"=")); ok {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // encodeFeatureLevels is the saved form of levels: "name=level" lines,
@@ -84,6 +98,10 @@ func encodeFeatureLevels(levels map[string]int16) []byte {
 	}
 	return b
 }
+
+// featureEpochKey is the saved FinalizedFeaturesEpoch's line, beside the
+// levels (no feature name lacks a dot).
+const featureEpochKey = "epoch"
 
 // decodeFeatureLevels reads encodeFeatureLevels' form; lines that do not
 // parse are skipped (the file is read at start, untrusted).
@@ -156,7 +174,11 @@ func (f *featureState) update(decide func(featureView) map[string]int16, save fu
 		next[n] = l
 	}
 	if save != nil {
-		if err := save(encodeFeatureLevels(next)); err != nil {
+		b := encodeFeatureLevels(next)
+		// The epoch is saved too: a client keeps only levels of a newer
+		// epoch than it has seen, so it must not restart from 0.
+		b = fmt.Appendf(b, "%s=%d\n", featureEpochKey, f.epoch+1)
+		if err := save(b); err != nil {
 			return nil, err
 		}
 	}

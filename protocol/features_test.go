@@ -39,11 +39,17 @@ func TestFeatureStateSavedLevels(t *testing.T) {
 	if err := f.set(map[string]int16{transactionVersionFeature: 1}, func(b []byte) error { saved = b; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if string(saved) != "group.version=1\nshare.version=1\nstreams.version=1\ntransaction.version=1\n" {
+	if string(saved) != "group.version=1\nshare.version=1\nstreams.version=1\ntransaction.version=1\nepoch=1\n" {
 		t.Fatalf("saved %q", saved)
 	}
-	if g := newFeatureState(nil, saved); g.level(transactionVersionFeature) != 1 || g.level(groupVersionFeature) != 1 {
+	// The epoch survives a restart: a client keeps only levels of an
+	// epoch newer than it has seen.
+	g := newFeatureState(nil, saved)
+	if g.level(transactionVersionFeature) != 1 || g.level(groupVersionFeature) != 1 || g.view().epoch != 1 {
 		t.Fatalf("reloaded %+v", g.view())
+	}
+	if err := g.set(map[string]int16{transactionVersionFeature: 2}, nil); err != nil || g.view().epoch != 2 {
+		t.Fatalf("the next change after a restart: epoch %d, %v", g.view().epoch, err)
 	}
 	boom := errors.New("disk full")
 	if err := f.set(map[string]int16{transactionVersionFeature: 0}, func([]byte) error { return boom }); !errors.Is(err, boom) {
