@@ -88,7 +88,7 @@ for c in $CLIENTS; do
     *) echo "compat: unknown client '$c' (known: $ALL_CLIENTS $EXTRA_CLIENTS)" >&2; exit 2 ;;
   esac
 done
-for tool in timeout "$PYTHON" node npm java mvn; do
+for tool in timeout "$PYTHON" node npm java mvn openssl; do
   command -v "$tool" >/dev/null || echo "compat: warning: '$tool' not found; clients needing it will fail" >&2
 done
 
@@ -231,7 +231,7 @@ start_oracle() {
   } >"$props" || return 1
   cid=$(timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
   if [ -z "$cid" ] || ! timeout 120 java -cp "$HERE/oracle/lib/*" kafka.tools.StorageTool format \
-    -t "$cid" -c "$props" "${SASL_ORACLE_FORMAT[@]}" >"$BROKER_LOG" 2>&1; then
+    -t "$cid" -c "$props" ${SASL_ORACLE_FORMAT[@]+"${SASL_ORACLE_FORMAT[@]}"} >"$BROKER_LOG" 2>&1; then
     log "kafka-storage format failed; its output:"
     sed 's/^/  kafka| /' "$BROKER_LOG"
     return 1
@@ -324,7 +324,7 @@ start_broker() {
   else
     local prop
     for prop in ${AUTHZ_PROPS[@]+"${AUTHZ_PROPS[@]}"}; do flags+=(-c "$prop"); done
-    "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port$SASL_LISTENERS" -c "log.dirs=$data" "${flags[@]}" "${SASL_FLAGS[@]}" \
+    "$TMP/kcompatd" -c "listeners=PLAINTEXT://127.0.0.1:$port$SASL_LISTENERS" -c "log.dirs=$data" ${flags[@]+"${flags[@]}"} ${SASL_FLAGS[@]+"${SASL_FLAGS[@]}"} \
       >"$BROKER_LOG" 2>&1 &
     BROKER_PID=$!
   fi
@@ -504,6 +504,11 @@ for c in $CLIENTS; do
   fi
   if [ "$BROKER_OK" != 1 ]; then
     fail "$c" "no broker"
+    continue
+  fi
+  if [ -z "$SASL_BOOTSTRAP" ] && case " $SASL_SLICE " in *" $c "*) true ;; *) false ;; esac; then
+    # COMPAT_BOOTSTRAP names one listener; the SASL ones are set up here.
+    fail "$c" "no SASL listeners (not started by this script with COMPAT_BOOTSTRAP)"
     continue
   fi
   # A broker that crashed under the previous client gets a fresh successor so
