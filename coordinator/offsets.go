@@ -207,9 +207,10 @@ func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 // consumer group, only offsets of topics nobody subscribes to, by commit
 // time (KIP-496). An offset with a pending transactional commit for its
 // partition does not expire. An Empty group left with no offsets and no
-// open transaction is deleted.
+// open transaction is deleted. A share group is never expired (Kafka's
+// ShareGroup.shouldExpire): only DeleteGroups deletes it.
 func (g *group) expireOffsets() {
-	if g.state == stateDead {
+	if g.state == stateDead || g.sg != nil {
 		return
 	}
 	now := g.c.clock.Now()

@@ -1,0 +1,132 @@
+package coordinator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/recordbatch"
+)
+
+// shareJoin sends a ShareGroupHeartbeat at epoch (0 joins) subscribing to
+// topics (nil: unchanged).
+func (e *env) shareJoin(t *testing.T, group, member string, epoch int32, topics ...string) *kmsg.ShareGroupHeartbeatResponse {
+	t.Helper()
+	r := kmsg.NewPtrShareGroupHeartbeatRequest()
+	r.SetVersion(1)
+	r.GroupID, r.MemberID, r.MemberEpoch = group, member, epoch
+	r.SubscribedTopicNames = topics
+	return e.c.ShareGroupHeartbeat(context.Background(), r, ClientInfo{})
+}
+
+// appendRecords appends n records to partition p of tp.
+func appendRecords(t *testing.T, tp *partition.Topic, p, n int) {
+	t.Helper()
+	var recs []recordbatch.Record
+	for i := 0; i < n; i++ {
+		recs = append(recs, recordbatch.Record{OffsetDelta: int32(i), Value: []byte("v")})
+	}
+	b, err := recordbatch.Build(recordbatch.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.Partitions[p].Append(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The offset expiry pass never deletes a share group (Kafka's
+// ShareGroup.shouldExpire is false), with or without members: its members
+// keep heartbeating and its share state is not initialized again.
+func TestShareGroupNotExpired(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave bool
+	}{{"with a member", false}, {"empty", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			tp, err := e.store.CreateTopic("t", 1, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := e.shareJoin(t, "sg", "m", 0, "t")
+			expectCode(t, "join", resp.ErrorCode, nil)
+			key := sharestate.Key{GroupID: "sg", TopicID: tp.ID, Partition: 0}
+			appendRecords(t, tp, 0, 10)
+			// Two acknowledged, the rest in flight.
+			if err := e.c.persister.Write(key, 0, 0, 2, 0, nil); err != nil {
+				t.Fatal(err)
+			}
+			epoch := resp.MemberEpoch
+			if tc.leave {
+				expectCode(t, "leave", e.shareJoin(t, "sg", "m", leaveEpoch).ErrorCode, nil)
+				epoch = 0
+			}
+			e.c.ExpireOffsets()
+			d := e.c.ShareGroupDescribe(context.Background(), "sg")
+			expectCode(t, "describe", d.ErrorCode, nil)
+			if want := map[bool]int{false: 1, true: 0}[tc.leave]; len(d.Members) != want {
+				t.Fatalf("members after the expiry pass: %d, want %d", len(d.Members), want)
+			}
+			expectCode(t, "heartbeat", e.shareJoin(t, "sg", "m", epoch, "t").ErrorCode, nil)
+			st, found, err := e.c.persister.Read(key, 0)
+			if err != nil || !found || st.StartOffset != 2 {
+				t.Fatalf("share state after the expiry pass: %+v found=%v err=%v, want start offset 2", st, found, err)
+			}
+		})
+	}
+}
+
+// A share group that finds state in the persister for a partition it
+// has not initialized (it lost its records) keeps that state.
+func TestShareAssignmentKeepsExistingState(t *testing.T) {
+	e := newEnv(t, nil)
+	tp, err := e.store.CreateTopic("t", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRecords(t, tp, 0, 10)
+	key := sharestate.Key{GroupID: "sg", TopicID: tp.ID, Partition: 0}
+	if err := e.c.persister.Initialize(key, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	expectCode(t, "join", e.shareJoin(t, "sg", "m", 0, "t").ErrorCode, nil)
+	st, found, err := e.c.persister.Read(key, 0)
+	if err != nil || !found || st.StartOffset != 4 || st.StateEpoch != 3 {
+		t.Fatalf("share state after the join: %+v found=%v err=%v, want start 4 state epoch 3", st, found, err)
+	}
+}
+
+// A panic in a share group's goroutine leaves the group as its records
+// have it: the member keeps its epoch and its assignment.
+func TestShareGroupGoroutinePanic(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := e.store.CreateTopic("t", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.shareJoin(t, "sg", "m", 0, "t")
+	expectCode(t, "join", resp.ErrorCode, nil)
+	old := e.c.lookup("sg", false)
+	if !old.do(context.Background(), func() { panic("injected: share group work") }) {
+		t.Fatal("group gone before the panic")
+	}
+	wait(t, old.done)
+	hb := e.shareJoin(t, "sg", "m", resp.MemberEpoch)
+	expectCode(t, "heartbeat after the panic", hb.ErrorCode, nil)
+	if hb.MemberEpoch != resp.MemberEpoch {
+		t.Fatalf("member epoch after the panic: %d, want %d", hb.MemberEpoch, resp.MemberEpoch)
+	}
+	d := e.c.ShareGroupDescribe(context.Background(), "sg")
+	if len(d.Members) != 1 || len(d.Members[0].Assignment.TopicPartitions) != 1 || len(d.Members[0].Assignment.TopicPartitions[0].Partitions) != 2 {
+		t.Fatalf("described after the panic: %+v", d)
+	}
+	// What was rebuilt is what is written: a restart loads the same.
+	e.restart()
+	expectCode(t, "heartbeat after the restart", e.shareJoin(t, "sg", "m", resp.MemberEpoch).ErrorCode, nil)
+}
+
+var _ = kerr.GroupIDNotFound
