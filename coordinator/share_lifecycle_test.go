@@ -129,4 +129,65 @@ func TestShareGroupGoroutinePanic(t *testing.T) {
 	expectCode(t, "heartbeat after the restart", e.shareJoin(t, "sg", "m", resp.MemberEpoch).ErrorCode, nil)
 }
 
-var _ = kerr.GroupIDNotFound
+// A share group has no committed offsets: OffsetCommit, TxnOffsetCommit,
+// OffsetDelete and OffsetFetch answer GROUP_ID_NOT_FOUND, as Kafka's
+// ShareGroup.validateOffsetCommit/Fetch/Delete ("Group %s is not a
+// consumer group."), and nothing is written (a restart finds the share
+// group as it was).
+func TestShareGroupRefusesOffsets(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := e.store.CreateTopic("t", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.shareJoin(t, "sg", "m", 0, "t")
+	expectCode(t, "join", resp.ErrorCode, nil)
+	part := []CommitPartition{{Topic: "t", Partition: 0, Offset: 42, LeaderEpoch: -1, ExpireTimestamp: -1}}
+	for _, tc := range []struct {
+		name string
+		code func() int16
+	}{
+		{"OffsetCommit, simple", func() int16 { return oneCode(t, e.c.CommitOffsets(context.Background(), 9, "sg", -1, "", nil, part)) }},
+		{"OffsetCommit, member", func() int16 {
+			return oneCode(t, e.c.CommitOffsets(context.Background(), 9, "sg", resp.MemberEpoch, "m", nil, part))
+		}},
+		{"OffsetCommit v8", func() int16 { return oneCode(t, e.c.CommitOffsets(context.Background(), 8, "sg", -1, "", nil, part)) }},
+		{"TxnOffsetCommit", func() int16 { return txnCommit(e, "sg", 1, 0, -1, "", nil, map[string]int64{"t": 42}) }},
+		{"OffsetDelete", func() int16 {
+			code, _ := e.c.DeleteOffsets(context.Background(), "sg", []TopicPartition{{Topic: "t", Partition: 0}})
+			return code
+		}},
+		{"OffsetFetch", func() int16 {
+			_, code := e.c.FetchOffsets(context.Background(), "sg", map[string][]int32{"t": {0}})
+			return code
+		}},
+		{"OffsetFetch, all", func() int16 {
+			_, code := e.c.FetchOffsets(context.Background(), "sg", nil)
+			return code
+		}},
+	} {
+		expectCode(t, tc.name, tc.code(), kerr.GroupIDNotFound)
+	}
+	e.restart()
+	d := e.c.ShareGroupDescribe(context.Background(), "sg")
+	expectCode(t, "describe after restart", d.ErrorCode, nil)
+	if len(d.Members) != 1 {
+		t.Fatalf("members after restart: %d", len(d.Members))
+	}
+}
+
+// A group that has committed offsets is a classic group: as Kafka's
+// getOrMaybeCreateShareGroup, a ShareGroupHeartbeat for it is
+// GROUP_ID_NOT_FOUND "Group %s is not a share group.".
+func TestShareHeartbeatOnSimpleClassicGroup(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := e.store.CreateTopic("t", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	expectCode(t, "commit", oneCode(t, e.c.CommitOffsets(context.Background(), 9, "g", -1, "", nil,
+		[]CommitPartition{{Topic: "t", Partition: 0, Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1}})), nil)
+	resp := e.shareJoin(t, "g", "m", 0, "t")
+	expectCode(t, "share heartbeat", resp.ErrorCode, kerr.GroupIDNotFound)
+	if resp.ErrorMessage == nil || *resp.ErrorMessage != "Group g is not a share group." {
+		t.Fatalf("message: %v", resp.ErrorMessage)
+	}
+}
