@@ -87,14 +87,10 @@ func (m *Manager) notifyAvailable() {
 // UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION for a partition we do not
 // have.
 func (m *Manager) partition(group string, tp tidp) (*SharePartition, *partition.Log, int16) {
-	t := m.cfg.Store.TopicByID(tp.topic)
-	if t == nil {
-		return nil, nil, kerr.UnknownTopicID.Code
+	log, code := m.topicLog(tp)
+	if code != 0 {
+		return nil, nil, code
 	}
-	if tp.partition < 0 || int(tp.partition) >= len(t.Partitions) {
-		return nil, nil, kerr.UnknownTopicOrPartition.Code
-	}
-	log := t.Partitions[tp.partition]
 	k := sharestate.Key{GroupID: group, TopicID: tp.topic, Partition: tp.partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,6 +100,33 @@ func (m *Manager) partition(group string, tp tidp) (*SharePartition, *partition.
 		m.parts[k] = sp
 	}
 	return sp, log, 0
+}
+
+// topicLog is the log of tp, or UNKNOWN_TOPIC_ID /
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (m *Manager) topicLog(tp tidp) (*partition.Log, int16) {
+	t := m.cfg.Store.TopicByID(tp.topic)
+	if t == nil {
+		return nil, kerr.UnknownTopicID.Code
+	}
+	if tp.partition < 0 || int(tp.partition) >= len(t.Partitions) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	return t.Partitions[tp.partition], 0
+}
+
+// dropUnloaded forgets sp when its state could not be read (as Kafka
+// removes a share-partition that failed to initialize from its cache): a
+// fetch for a partition with no state, from any group id, holds nothing.
+func (m *Manager) dropUnloaded(sp *SharePartition) {
+	if sp.Loaded() {
+		return
+	}
+	m.mu.Lock()
+	if m.parts[sp.key] == sp {
+		delete(m.parts, sp.key)
+	}
+	m.mu.Unlock()
 }
 
 // Forget drops the in-memory share-partitions of group (its state was
@@ -249,7 +272,11 @@ func (m *Manager) acknowledge(group, member string, tp tidp, batches []AckBatch,
 	if code != 0 {
 		return code
 	}
-	return sp.Acknowledge(member, batches, renew, s, m.cfg.Clock.Now())
+	code = sp.Acknowledge(member, batches, renew, s, m.cfg.Clock.Now())
+	if code != 0 {
+		m.dropUnloaded(sp)
+	}
+	return code
 }
 
 // ShareFetch serves a ShareFetch: the session's epoch rules, the
@@ -355,6 +382,7 @@ func (m *Manager) releaseSession(group, member string, s *session, settings Sett
 	for _, tp := range s.order {
 		if sp, _, code := m.partition(group, tp); code == 0 {
 			sp.ReleaseMember(member, settings, now)
+			m.dropUnloaded(sp)
 		}
 	}
 }
@@ -410,6 +438,11 @@ func (m *Manager) fetchInto(ctx context.Context, out *fetchResponse, group, memb
 			rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
 			if f.Code != 0 {
 				rp.ErrorCode = f.Code
+				if f.Message != "" {
+					msg := f.Message
+					rp.ErrorMessage = &msg
+				}
+				m.dropUnloaded(sp)
 				continue
 			}
 			if len(f.Acquired) > 0 {
@@ -505,7 +538,7 @@ func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Shar
 			rp.Partition = p.Partition
 			rp.ErrorCode = m.acknowledge(group, member, tp, ackAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
 			rp.CurrentLeader.LeaderID = m.cfg.NodeID
-			if _, log, code := m.partition(group, tp); code == 0 {
+			if log, code := m.topicLog(tp); code == 0 {
 				rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
 			}
 			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
