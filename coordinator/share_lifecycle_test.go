@@ -191,3 +191,62 @@ func TestShareHeartbeatOnSimpleClassicGroup(t *testing.T) {
 		t.Fatalf("message: %v", resp.ErrorMessage)
 	}
 }
+
+// topicCheckedPersister refuses to delete the state of a topic the store
+// no longer has, as Kafka's share coordinator (and sharestate) do.
+type topicCheckedPersister struct {
+	sharestate.Persister
+	store **partition.Store
+}
+
+func (p topicCheckedPersister) Delete(k sharestate.Key) error {
+	if (*p.store).TopicByID(k.TopicID) == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	return p.Persister.Delete(k)
+}
+
+// A share group one of whose topics was deleted can still be deleted, and
+// its offsets of the other topics too: the deleted topic's partitions are
+// skipped (Kafka's share coordinator would refuse them), not retried
+// forever.
+func TestShareGroupDeleteAfterTopicDeleted(t *testing.T) {
+	var store *partition.Store
+	e := newEnv(t, func(c *Config) { c.SharePersister = topicCheckedPersister{newMemPersister(), &store} })
+	store = e.store
+	keep, err := e.store.CreateTopic("keep", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.CreateTopic("gone", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	expectCode(t, "join", e.shareJoin(t, "sg", "m", 0, "keep", "gone").ErrorCode, nil)
+	expectCode(t, "leave", e.shareJoin(t, "sg", "m", leaveEpoch).ErrorCode, nil)
+	if err := e.store.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	e.c.TopicDeleted(ctx, "gone")
+
+	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	req.GroupID = "sg"
+	for _, n := range []string{"gone", "keep"} {
+		rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+		rt.Topic = n
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := e.c.DeleteShareGroupOffsets(ctx, req)
+	expectCode(t, "DeleteShareGroupOffsets", resp.ErrorCode, nil)
+	if len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || resp.Topics[1].ErrorCode != 0 {
+		t.Fatalf("DeleteShareGroupOffsets topics: %+v", resp.Topics)
+	}
+	if _, found, _ := e.c.persister.Read(sharestate.Key{GroupID: "sg", TopicID: keep.ID}, 0); found {
+		t.Fatal("keep's share state not deleted")
+	}
+	expectCode(t, "DeleteGroups", e.c.DeleteGroup(ctx, "sg"), nil)
+	expectCode(t, "describe", e.c.ShareGroupDescribe(ctx, "sg").ErrorCode, kerr.GroupIDNotFound)
+	e.restart()
+	store = e.store
+	expectCode(t, "describe after restart", e.c.ShareGroupDescribe(ctx, "sg").ErrorCode, kerr.GroupIDNotFound)
+}
