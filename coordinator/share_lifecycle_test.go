@@ -250,3 +250,30 @@ func TestShareGroupDeleteAfterTopicDeleted(t *testing.T) {
 	store = e.store
 	expectCode(t, "describe after restart", e.c.ShareGroupDescribe(ctx, "sg").ErrorCode, kerr.GroupIDNotFound)
 }
+
+// A panic in a streams group's goroutine leaves the group as its records
+// have it, as a restart would: described the same, a member heartbeats on
+// at its epoch with its tasks.
+func TestStreamsGroupGoroutinePanic(t *testing.T) {
+	e := newEnv(t, nil)
+	e.topic("in", 2)
+	a := e.newStreamsClient("g", "a", wordCount("in"))
+	for range 3 {
+		a.heartbeat()
+	}
+	before := e.c.StreamsGroupDescribe(context.Background(), "g")
+	old := e.c.lookup("g", false)
+	if !old.do(context.Background(), func() { panic("injected: streams group work") }) {
+		t.Fatal("group gone before the panic")
+	}
+	wait(t, old.done)
+	after := e.c.StreamsGroupDescribe(context.Background(), "g")
+	if after.ErrorCode != 0 || after.Epoch != before.Epoch || len(after.Members) != 1 || after.Members[0].MemberEpoch != before.Members[0].MemberEpoch {
+		t.Fatalf("after the panic %+v\nbefore %+v", after, before)
+	}
+	ea := a.epoch
+	a.heartbeat()
+	if a.epoch != ea || len(a.owned.active) == 0 {
+		t.Fatalf("after the panic: epoch %d (was %d), owned %v", a.epoch, ea, a.owned.active)
+	}
+}
