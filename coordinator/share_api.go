@@ -45,6 +45,8 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	}
 	invalid := func(msg string) *kmsg.ShareGroupHeartbeatResponse { return fail(hbErr(kerr.InvalidRequest, msg)) }
 	switch {
+	case !sharefetch.ValidMemberID(req.MemberID): // KafkaApis checks it first
+		return invalid(sharefetch.InvalidMemberIDMessage)
 	case strings.TrimSpace(req.GroupID) == "":
 		return fail(hbErr(kerr.InvalidGroupID, "GroupId can't be empty."))
 	case strings.TrimSpace(req.MemberID) == "":

@@ -277,3 +277,22 @@ func TestStreamsGroupGoroutinePanic(t *testing.T) {
 		t.Fatalf("after the panic: epoch %d (was %d), owned %v", a.epoch, ea, a.owned.active)
 	}
 }
+
+// ShareGroupHeartbeat refuses a member id Kafka's isMemberIdValid
+// refuses, ahead of the request's other checks; a blank but non-empty
+// id is the coordinator's "MemberId can't be empty.".
+func TestShareHeartbeatMemberIDValidated(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tc := range []struct{ group, member, msg string }{
+		{"sg", "", "Invalid member id in the request."},
+		{"", "", "Invalid member id in the request."},
+		{"sg", "0123456789012345678901234567890123456", "Invalid member id in the request."},
+		{"sg", " ", "MemberId can't be empty."},
+	} {
+		resp := e.shareJoin(t, tc.group, tc.member, 0, "t")
+		expectCode(t, tc.member, resp.ErrorCode, kerr.InvalidRequest)
+		if resp.ErrorMessage == nil || *resp.ErrorMessage != tc.msg {
+			t.Fatalf("member %q: message %v, want %q", tc.member, resp.ErrorMessage, tc.msg)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -242,6 +243,17 @@ func (m *Manager) sessionParts(s *session) []tidp {
 	return out
 }
 
+// ValidMemberID is Kafka's KafkaApis.isMemberIdValid for the share APIs:
+// non-empty and at most 36 UTF-16 code units (a UUID's string), so a
+// client cannot key share sessions with ids of any length.
+func ValidMemberID(id string) bool {
+	return id != "" && len(utf16.Encode([]rune(id))) <= 36
+}
+
+// InvalidMemberIDMessage is Kafka's message for a member id
+// ValidMemberID refuses (INVALID_REQUEST).
+const InvalidMemberIDMessage = "Invalid member id in the request."
+
 func ptr(s *string) string {
 	if s == nil {
 		return ""
@@ -289,11 +301,13 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		return resp
 	}
 	group, member := ptr(req.GroupID), ptr(req.MemberID)
+	if !ValidMemberID(member) {
+		msg := InvalidMemberIDMessage
+		resp.ErrorMessage = &msg
+		return fail(kerr.InvalidRequest.Code)
+	}
 	if group == "" {
 		return fail(kerr.InvalidGroupID.Code)
-	}
-	if member == "" {
-		return fail(kerr.UnknownMemberID.Code)
 	}
 	var add, forget []tidp
 	hasAcks := false
@@ -507,11 +521,13 @@ func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Shar
 		return resp
 	}
 	group, member := ptr(req.GroupID), ptr(req.MemberID)
+	if !ValidMemberID(member) {
+		msg := InvalidMemberIDMessage
+		resp.ErrorMessage = &msg
+		return fail(kerr.InvalidRequest.Code)
+	}
 	if group == "" {
 		return fail(kerr.InvalidGroupID.Code)
-	}
-	if member == "" {
-		return fail(kerr.UnknownMemberID.Code)
 	}
 	settings := m.cfg.Settings(group)
 	if req.Version >= 2 {

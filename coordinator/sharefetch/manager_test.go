@@ -71,3 +71,49 @@ func TestShareFetchCreatesNoState(t *testing.T) {
 		t.Fatalf("fetch with state: code %d", got.ErrorCode)
 	}
 }
+
+// ShareFetch and ShareAcknowledge refuse a member id Kafka's
+// isMemberIdValid refuses (empty, or over 36 UTF-16 code units) with
+// INVALID_REQUEST "Invalid member id in the request.", before anything
+// else, and open no share session for it.
+func TestShareMemberIDValidated(t *testing.T) {
+	m := NewManager(Config{Persister: newMapPersister(), Settings: func(string) Settings { return testSettings() }})
+	long := "0123456789012345678901234567890123456" // 37
+	for _, tc := range []struct {
+		member string
+		ok     bool
+	}{
+		{"", false},
+		{long, false},
+		{long[:36], true},
+		{"ééééééééééééééééééééééééééééééééééé€", true}, // 36 code units, more bytes
+		{"😀" + long[:35], false}, // a surrogate pair counts two
+	} {
+		if got := ValidMemberID(tc.member); got != tc.ok {
+			t.Errorf("ValidMemberID(%q) = %v", tc.member, got)
+		}
+		if tc.ok {
+			continue
+		}
+		group, member := "g", tc.member
+		f := kmsg.NewPtrShareFetchRequest()
+		f.SetVersion(1)
+		f.GroupID, f.MemberID = &group, &member
+		fr := m.ShareFetch(context.Background(), f)
+		a := kmsg.NewPtrShareAcknowledgeRequest()
+		a.SetVersion(1)
+		a.GroupID, a.MemberID, a.ShareSessionEpoch = &group, &member, 1
+		ar := m.ShareAcknowledge(a)
+		for _, r := range []struct {
+			code int16
+			msg  *string
+		}{{fr.ErrorCode, fr.ErrorMessage}, {ar.ErrorCode, ar.ErrorMessage}} {
+			if r.code != kerr.InvalidRequest.Code || r.msg == nil || *r.msg != InvalidMemberIDMessage {
+				t.Errorf("member %q: code %d message %v", tc.member, r.code, r.msg)
+			}
+		}
+	}
+	if len(m.sessions) != 0 {
+		t.Fatalf("sessions opened: %d", len(m.sessions))
+	}
+}
