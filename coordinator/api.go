@@ -263,8 +263,14 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, topics m
 // for, only partitions with a committed offset are listed, as in Kafka.
 func (c *Coordinator) FetchOffsetsStable(ctx context.Context, groupID string, topics map[string][]int32, requireStable bool) ([]Offset, int16) {
 	var out []Offset
+	var code int16
 	found := c.onGroup(ctx, groupID, false, func(g *group) {
 		if g.state == stateDead {
+			return
+		}
+		if g.sg != nil {
+			// ShareGroup.validateOffsetFetch: not a consumer group.
+			code = kerr.GroupIDNotFound.Code
 			return
 		}
 		unstable := func(tp topicPartition) bool { return requireStable && g.hasPendingTxnOffset(tp) }
@@ -291,6 +297,9 @@ func (c *Coordinator) FetchOffsetsStable(ctx context.Context, groupID string, to
 			}
 		}
 	})
+	if code != 0 {
+		return nil, code
+	}
 	if !found {
 		if c.isClosed() {
 			return nil, kerr.CoordinatorNotAvailable.Code

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -395,8 +396,9 @@ func (c *Coordinator) startGroup(g *group) {
 }
 
 // replaceGroup puts a fresh group, with old's committed and pending
-// transactional offsets and no members, in place of old, whose goroutine
-// is ending (group.recoverPanic).
+// transactional offsets, in place of old, whose goroutine is ending
+// (group.recoverPanic): no classic or consumer members; a share or streams
+// group as its written records have it.
 func (c *Coordinator) replaceGroup(old *group) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -405,6 +407,17 @@ func (c *Coordinator) replaceGroup(old *group) {
 	}
 	g := newGroup(c, old.id)
 	g.offsets, g.txnOffsets = old.offsets, old.txnOffsets
+	// A share or streams group is rebuilt from the records it wrote, as
+	// a restart would load it: its memory may be half-changed, its
+	// records are not, and dropping it would leave them untombstoned.
+	if old.sg != nil {
+		g.shareFromWritten(old.sg.written)
+	}
+	if old.stg != nil {
+		if ls := loadedStreams(maps.Clone(old.stg.written)); ls.hasMetadata() {
+			g.streamsGroupLoaded(ls)
+		}
+	}
 	for pid := range g.txnOffsets {
 		c.txnIdx.remove(pid, old)
 		c.txnIdx.add(pid, g)

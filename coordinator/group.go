@@ -289,8 +289,10 @@ func (g *group) run() {
 // group's membership is failed and its committed offsets kept. Blocked
 // JoinGroup and SyncGroup calls get NOT_COORDINATOR, every other caller
 // sees the goroutine gone (done closes), and a fresh group with the same
-// offsets and pending transactional offsets, and no members, takes its
-// place: its former members are told UNKNOWN_MEMBER_ID and rejoin. This
+// offsets and pending transactional offsets, and no classic or consumer
+// members, takes its place: those former members are told
+// UNKNOWN_MEMBER_ID and rejoin (a share or streams group is rebuilt from
+// the records it wrote, so its members go on). This
 // is how Kafka's coordinator runtime contains a failed operation to its
 // group (CoordinatorRuntime fails the event and keeps the shard), except
 // that a half-applied membership change cannot be rolled back here, so

@@ -61,7 +61,9 @@ func (g *group) validateCommit(generation int32, memberID string, instanceID *st
 func (g *group) commit(version int16, generation int32, memberID string, instanceID *string, parts []commitPart) []int16 {
 	codes := make([]int16, len(parts))
 	var code int16
-	if g.cg != nil && g.state != stateDead {
+	if g.sg != nil && g.state != stateDead {
+		code = kerr.GroupIDNotFound.Code // ShareGroup.validateOffsetCommit: not a consumer group
+	} else if g.cg != nil && g.state != stateDead {
 		code = g.validateConsumerCommit(version, generation, memberID, parts)
 	} else if g.stg != nil && g.state != stateDead {
 		code = g.validateStreamsCommit(version, generation, memberID, parts)
@@ -132,7 +134,8 @@ func fillCodes(codes []int16, code int16) []int16 {
 // code, and per partition code in parts' order.
 func (g *group) deleteOffsets(parts []topicPartition) (int16, []int16) {
 	codes := make([]int16, len(parts))
-	if g.state == stateDead {
+	if g.state == stateDead || g.sg != nil {
+		// ShareGroup.validateOffsetDelete: not a consumer group.
 		return kerr.GroupIDNotFound.Code, codes
 	}
 	var subscribed map[string]bool // nil: nobody subscribes (as Kafka, also when unparsable)
@@ -207,9 +210,10 @@ func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 // consumer group, only offsets of topics nobody subscribes to, by commit
 // time (KIP-496). An offset with a pending transactional commit for its
 // partition does not expire. An Empty group left with no offsets and no
-// open transaction is deleted.
+// open transaction is deleted. A share group is never expired (Kafka's
+// ShareGroup.shouldExpire): only DeleteGroups deletes it.
 func (g *group) expireOffsets() {
-	if g.state == stateDead {
+	if g.state == stateDead || g.sg != nil {
 		return
 	}
 	now := g.c.clock.Now()

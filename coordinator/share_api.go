@@ -45,6 +45,8 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	}
 	invalid := func(msg string) *kmsg.ShareGroupHeartbeatResponse { return fail(hbErr(kerr.InvalidRequest, msg)) }
 	switch {
+	case !sharefetch.ValidMemberID(req.MemberID): // KafkaApis checks it first
+		return invalid(sharefetch.InvalidMemberIDMessage)
 	case strings.TrimSpace(req.GroupID) == "":
 		return fail(hbErr(kerr.InvalidGroupID, "GroupId can't be empty."))
 	case strings.TrimSpace(req.MemberID) == "":
@@ -345,6 +347,13 @@ func (g *group) deleteShareGroup() int16 {
 	}
 	parts := g.sg.initialized.sorted()
 	for _, tp := range parts {
+		// A deleted topic's share state is not the group's to delete
+		// (Kafka builds the delete request from the topics its
+		// metadata image still has): the partition is just dropped.
+		if t := g.c.store.TopicByID(tp.id); t == nil || int(tp.partition) >= len(t.Partitions) {
+			delete(g.sg.initialized, tp)
+			continue
+		}
 		if err := g.c.persister.Delete(sharestate.Key{GroupID: g.id, TopicID: tp.id, Partition: tp.partition}); err != nil {
 			return persistErrorCode(err)
 		}

@@ -257,7 +257,8 @@ func (g *group) shareSubscriptionHash() uint64 {
 }
 
 // computeShareAssignment initializes the share state of the subscribed
-// partitions not yet initialized, then assigns (simpleShareAssign).
+// partitions not yet initialized and without state in the persister, then
+// assigns (simpleShareAssign).
 func (g *group) computeShareAssignment() error {
 	sg := g.sg
 	topics := g.shareSubscribed()
@@ -269,9 +270,19 @@ func (g *group) computeShareAssignment() error {
 			if _, ok := sg.initialized[tp]; ok {
 				continue
 			}
-			start := sharefetch.ResetOffset(log, reset, now)
-			if err := g.c.persister.Initialize(sharestate.Key{GroupID: g.id, TopicID: t.ID, Partition: int32(p)}, 0, start); err != nil {
+			// State the persister has is kept (a group rebuilt without
+			// its records, or re-created): initializing it again would
+			// drop the in-flight records.
+			key := sharestate.Key{GroupID: g.id, TopicID: t.ID, Partition: int32(p)}
+			_, found, err := g.c.persister.ReadSummary(key)
+			if err != nil {
 				return err
+			}
+			if !found {
+				start := sharefetch.ResetOffset(log, reset, now)
+				if err := g.c.persister.Initialize(key, 0, start); err != nil {
+					return err
+				}
 			}
 			sg.initialized[tp] = struct{}{}
 		}

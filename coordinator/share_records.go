@@ -366,6 +366,25 @@ func (g *group) shareGroupLoaded(ls *loadedShare) {
 	}
 }
 
+// shareFromWritten rebuilds g's share group from the records last written
+// for it (replaceGroup); none written leaves g without one.
+func (g *group) shareFromWritten(written map[string][]byte) {
+	ls := newLoadedShare()
+	for k, v := range written {
+		typ := binary.BigEndian.Uint16([]byte(k))
+		_, memberID, err := parseShareKey(typ, []byte(k))
+		if err == nil {
+			err = ls.apply(typ, memberID, v)
+		}
+		if err != nil {
+			g.log.Warn().Err(err).Uint16("type", typ).Msg("skipping undecodable share group record")
+		}
+	}
+	if ls.hasMeta {
+		g.shareGroupLoaded(ls)
+	}
+}
+
 // shareRecord replays one share group record while loading.
 func (l *loader) shareRecord(r recordbatch.Record) {
 	typ := binary.BigEndian.Uint16(r.Key)

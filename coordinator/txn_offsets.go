@@ -107,6 +107,9 @@ func (g *group) validateTxnCommit(generation int32, memberID string, instanceID 
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	if g.sg != nil {
+		return kerr.GroupIDNotFound.Code // ShareGroup.validateOffsetCommit
+	}
 	if g.cg != nil || g.stg != nil {
 		if generation < 0 && memberID == "" && instanceID == nil {
 			return 0

@@ -351,6 +351,7 @@ func TestShareSessionLimit(t *testing.T) {
 	b := startBrokerTuned(t, nil, nil, func(c *coordinator.Config) { c.ShareMaxShareSessions = 1 })
 	w := dialWire(t, b.addr)
 	f := newShareFixture(t, b, w, "ssl", 1)
+	f.join(t, w, "m1") // the assignment initializes the share state
 	onlySharePartition(t, f.fetch(w, 2, "m1", 0, nil))
 	if r := f.fetch(w, 2, "m2", 0, nil); r.ErrorCode != kerr.ShareSessionLimitReached.Code {
 		t.Fatalf("second session: %d", r.ErrorCode)

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -87,14 +88,10 @@ func (m *Manager) notifyAvailable() {
 // UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION for a partition we do not
 // have.
 func (m *Manager) partition(group string, tp tidp) (*SharePartition, *partition.Log, int16) {
-	t := m.cfg.Store.TopicByID(tp.topic)
-	if t == nil {
-		return nil, nil, kerr.UnknownTopicID.Code
+	log, code := m.topicLog(tp)
+	if code != 0 {
+		return nil, nil, code
 	}
-	if tp.partition < 0 || int(tp.partition) >= len(t.Partitions) {
-		return nil, nil, kerr.UnknownTopicOrPartition.Code
-	}
-	log := t.Partitions[tp.partition]
 	k := sharestate.Key{GroupID: group, TopicID: tp.topic, Partition: tp.partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,6 +101,33 @@ func (m *Manager) partition(group string, tp tidp) (*SharePartition, *partition.
 		m.parts[k] = sp
 	}
 	return sp, log, 0
+}
+
+// topicLog is the log of tp, or UNKNOWN_TOPIC_ID /
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (m *Manager) topicLog(tp tidp) (*partition.Log, int16) {
+	t := m.cfg.Store.TopicByID(tp.topic)
+	if t == nil {
+		return nil, kerr.UnknownTopicID.Code
+	}
+	if tp.partition < 0 || int(tp.partition) >= len(t.Partitions) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	return t.Partitions[tp.partition], 0
+}
+
+// dropUnloaded forgets sp when its state could not be read (as Kafka
+// removes a share-partition that failed to initialize from its cache): a
+// fetch for a partition with no state, from any group id, holds nothing.
+func (m *Manager) dropUnloaded(sp *SharePartition) {
+	if sp.Loaded() {
+		return
+	}
+	m.mu.Lock()
+	if m.parts[sp.key] == sp {
+		delete(m.parts, sp.key)
+	}
+	m.mu.Unlock()
 }
 
 // Forget drops the in-memory share-partitions of group (its state was
@@ -219,6 +243,17 @@ func (m *Manager) sessionParts(s *session) []tidp {
 	return out
 }
 
+// ValidMemberID is Kafka's KafkaApis.isMemberIdValid for the share APIs:
+// non-empty and at most 36 UTF-16 code units (a UUID's string), so a
+// client cannot key share sessions with ids of any length.
+func ValidMemberID(id string) bool {
+	return id != "" && len(utf16.Encode([]rune(id))) <= 36
+}
+
+// InvalidMemberIDMessage is Kafka's message for a member id
+// ValidMemberID refuses (INVALID_REQUEST).
+const InvalidMemberIDMessage = "Invalid member id in the request."
+
 func ptr(s *string) string {
 	if s == nil {
 		return ""
@@ -249,7 +284,11 @@ func (m *Manager) acknowledge(group, member string, tp tidp, batches []AckBatch,
 	if code != 0 {
 		return code
 	}
-	return sp.Acknowledge(member, batches, renew, s, m.cfg.Clock.Now())
+	code = sp.Acknowledge(member, batches, renew, s, m.cfg.Clock.Now())
+	if code != 0 {
+		m.dropUnloaded(sp)
+	}
+	return code
 }
 
 // ShareFetch serves a ShareFetch: the session's epoch rules, the
@@ -262,11 +301,13 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		return resp
 	}
 	group, member := ptr(req.GroupID), ptr(req.MemberID)
+	if !ValidMemberID(member) {
+		msg := InvalidMemberIDMessage
+		resp.ErrorMessage = &msg
+		return fail(kerr.InvalidRequest.Code)
+	}
 	if group == "" {
 		return fail(kerr.InvalidGroupID.Code)
-	}
-	if member == "" {
-		return fail(kerr.UnknownMemberID.Code)
 	}
 	var add, forget []tidp
 	hasAcks := false
@@ -355,6 +396,7 @@ func (m *Manager) releaseSession(group, member string, s *session, settings Sett
 	for _, tp := range s.order {
 		if sp, _, code := m.partition(group, tp); code == 0 {
 			sp.ReleaseMember(member, settings, now)
+			m.dropUnloaded(sp)
 		}
 	}
 }
@@ -410,6 +452,11 @@ func (m *Manager) fetchInto(ctx context.Context, out *fetchResponse, group, memb
 			rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
 			if f.Code != 0 {
 				rp.ErrorCode = f.Code
+				if f.Message != "" {
+					msg := f.Message
+					rp.ErrorMessage = &msg
+				}
+				m.dropUnloaded(sp)
 				continue
 			}
 			if len(f.Acquired) > 0 {
@@ -474,11 +521,13 @@ func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Shar
 		return resp
 	}
 	group, member := ptr(req.GroupID), ptr(req.MemberID)
+	if !ValidMemberID(member) {
+		msg := InvalidMemberIDMessage
+		resp.ErrorMessage = &msg
+		return fail(kerr.InvalidRequest.Code)
+	}
 	if group == "" {
 		return fail(kerr.InvalidGroupID.Code)
-	}
-	if member == "" {
-		return fail(kerr.UnknownMemberID.Code)
 	}
 	settings := m.cfg.Settings(group)
 	if req.Version >= 2 {
@@ -505,7 +554,7 @@ func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Shar
 			rp.Partition = p.Partition
 			rp.ErrorCode = m.acknowledge(group, member, tp, ackAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
 			rp.CurrentLeader.LeaderID = m.cfg.NodeID
-			if _, log, code := m.partition(group, tp); code == 0 {
+			if log, code := m.topicLog(tp); code == 0 {
 				rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
 			}
 			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)

@@ -125,6 +125,16 @@ func newSharePartition(k sharestate.Key, log Log, p sharestate.Persister, onAvai
 	return &SharePartition{key: k, log: log, persister: p, onAvailable: onAvailable}
 }
 
+// Loaded reports whether the state was read: a share-partition that
+// failed to load is dropped by the manager (Kafka's
+// removeSharePartitionFromCache), so that one with no state holds no
+// memory.
+func (sp *SharePartition) Loaded() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.loaded
+}
+
 // end is the offset after the last one acquired once (Kafka's
 // endOffset+1).
 func (sp *SharePartition) end() int64 { return sp.start + int64(len(sp.recs)) }
@@ -172,23 +182,29 @@ func resetOffset(log Log, reset string, now time.Time) int64 {
 // share-partition of log (the group coordinator initializes with it).
 func ResetOffset(log Log, reset string, now time.Time) int64 { return resetOffset(log, reset, now) }
 
+// UninitializedMessage is the error message of a share-partition with no
+// state: Kafka's share coordinator refuses the read (INVALID_REQUEST),
+// which the share-partition leader answers as UNKNOWN_SERVER_ERROR.
+const UninitializedMessage = "Read operation on uninitialized share partition not allowed."
+
 // loadLocked reads the persisted state the first time; REQUIRES sp.mu.
-func (sp *SharePartition) loadLocked(s Settings, now time.Time) int16 {
+// Only the group coordinator initializes a share-partition's state (when
+// it assigns the partition): with none, nothing is created here.
+func (sp *SharePartition) loadLocked(s Settings, now time.Time) (code int16, msg string) {
 	if sp.loaded {
-		return 0
+		return 0, ""
 	}
 	st, found, err := sp.persister.Read(sp.key, 0)
 	if err != nil {
-		return errCode(err)
+		return errCode(err), ""
 	}
-	if !found || st.StartOffset < 0 {
+	if !found {
+		return kerr.UnknownServerError.Code, UninitializedMessage
+	}
+	if st.StartOffset < 0 {
 		so := resetOffset(sp.log, s.AutoOffsetReset, now)
-		if !found {
-			if err := sp.persister.Initialize(sp.key, 0, so); err != nil {
-				return errCode(err)
-			}
-		} else if err := sp.persister.Write(sp.key, st.StateEpoch, 0, so, 0, nil); err != nil {
-			return errCode(err)
+		if err := sp.persister.Write(sp.key, st.StateEpoch, 0, so, 0, nil); err != nil {
+			return errCode(err), ""
 		}
 		st = sharestate.State{StateEpoch: st.StateEpoch, StartOffset: so}
 	}
@@ -214,7 +230,7 @@ func (sp *SharePartition) loadLocked(s Settings, now time.Time) int16 {
 	}
 	sp.loaded = true
 	sp.advanceLocked()
-	return 0
+	return 0, ""
 }
 
 // maxWindow bounds the in-flight window a persisted state may describe,
@@ -288,6 +304,7 @@ type Fetched struct {
 	Records  []byte // whole batches; only the Acquired ranges are the member's
 	Acquired []AcquiredRange
 	Code     int16
+	Message  string // with Code, when Kafka gives one
 }
 
 // Acquire acquires for member up to maxRecords available records (those
@@ -296,8 +313,8 @@ type Fetched struct {
 func (sp *SharePartition) Acquire(member string, maxRecords int, maxBytes int32, s Settings, now time.Time) Fetched {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if code := sp.loadLocked(s, now); code != 0 {
-		return Fetched{Code: code}
+	if code, msg := sp.loadLocked(s, now); code != 0 {
+		return Fetched{Code: code, Message: msg}
 	}
 	if sp.expireLocked(s, now) {
 		if err := sp.writeLocked(sp.start, sp.end()-1, nil); err != nil {
@@ -450,7 +467,7 @@ func (sp *SharePartition) Acknowledge(member string, batches []AckBatch, renewAl
 }
 
 func (sp *SharePartition) acknowledgeLocked(member string, batches []AckBatch, renewAllowed bool, s Settings, now time.Time) (int16, bool) {
-	if code := sp.loadLocked(s, now); code != 0 {
+	if code, _ := sp.loadLocked(s, now); code != 0 {
 		return code, false
 	}
 	expired := sp.expireLocked(s, now)

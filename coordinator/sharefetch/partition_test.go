@@ -268,6 +268,11 @@ func TestSharePartitionStateMachine(t *testing.T) {
 			if tc.settings != nil {
 				tc.settings(&s)
 			}
+			// As the group coordinator does when it assigns the
+			// partition; -1: share.auto.offset.reset decides at load.
+			if err := p.Initialize(testKey, 0, -1); err != nil {
+				t.Fatal(err)
+			}
 			sp := newSharePartition(testKey, log, p, nil)
 			for i, st := range tc.steps {
 				switch {
@@ -324,6 +329,9 @@ func TestSharePartitionStateSurvivesReload(t *testing.T) {
 	p := newMapPersister()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := testSettings()
+	if err := p.Initialize(testKey, 0, -1); err != nil {
+		t.Fatal(err)
+	}
 	sp := newSharePartition(testKey, log, p, nil)
 	sp.Acquire("a", 6, 1<<20, s, clk.Now())
 	if c := sp.Acknowledge("a", []AckBatch{ack(0, 1, AckAccept), ack(3, 3, AckAccept), ack(4, 4, AckRelease)}, false, s, clk.Now()); c != 0 {
@@ -369,5 +377,28 @@ func TestParseISODuration(t *testing.T) {
 		if ok != tc.ok || ok && got != tc.want {
 			t.Errorf("%q: %v %v, want %v %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// A share-partition with no state (the group coordinator never assigned
+// it) is not initialized by a fetch: Kafka's share coordinator refuses the
+// read, answered UNKNOWN_SERVER_ERROR, and nothing is written.
+func TestSharePartitionWithoutStateIsNotInitialized(t *testing.T) {
+	log := &fakeLog{}
+	log.add(t, recordbatch.BatchSpec{}, 3)
+	p := newMapPersister()
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	s := testSettings()
+	sp := newSharePartition(testKey, log, p, nil)
+	f := sp.Acquire("a", 10, 1<<20, s, clk.Now())
+	if f.Code != kerr.UnknownServerError.Code || f.Message != UninitializedMessage || len(f.Acquired) != 0 {
+		t.Fatalf("acquire: %+v", f)
+	}
+	if c := sp.Acknowledge("a", []AckBatch{ack(0, 0, AckAccept)}, false, s, clk.Now()); c != kerr.UnknownServerError.Code {
+		t.Fatalf("acknowledge: %d", c)
+	}
+	sp.ReleaseMember("a", s, clk.Now())
+	if _, found, _ := p.Read(testKey, 0); found || p.writes != 0 || sp.Loaded() {
+		t.Fatalf("state created: found=%v writes=%d loaded=%v", found, p.writes, sp.Loaded())
 	}
 }
