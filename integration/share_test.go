@@ -81,15 +81,7 @@ func TestShareGroupConsumerCrash(t *testing.T) {
 	b := startBroker(t, "", shareConfigs...)
 	const topic, group = "share-crash", "share-crash-group"
 	n := scale(2000)
-	b.createTopic(t, topic, 2, nil)
-	prod := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic))...)
-	for i := 0; i < n; i++ {
-		prod.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Partition: int32(i % 2)}, nil)
-	}
-	if err := prod.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	setGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	produceShareKeys(t, b, topic, group, n, n)
 
 	// A acquires a first batch and crashes without acknowledging it.
 	var d crashDialer
@@ -143,10 +135,35 @@ func TestShareGroupConsumerCrash(t *testing.T) {
 
 	// Nothing is left: every acknowledgement was answered, so each
 	// share-partition's start offset is at its end.
+	checkShareStartsAtEnd(ctx, t, cl, group, b.endOffsets(t, topic))
+}
+
+// produceShareKeys creates topic with 2 partitions, produces keys 0..n-1
+// round-robin over them in batches of at most batch records, and makes
+// group start at the earliest offset.
+func produceShareKeys(t *testing.T, b *broker, topic, group string, n, batch int) *kgo.Client {
+	t.Helper()
+	b.createTopic(t, topic, 2, nil)
+	prod := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic))...)
+	for i := 0; i < n; i++ {
+		prod.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Partition: int32(i % 2)}, nil)
+		if (i+1)%batch == 0 || i == n-1 {
+			if err := prod.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	return prod
+}
+
+// checkShareStartsAtEnd: nothing is left of group's 2 share-partitions,
+// every start offset is at the log end and the lag 0.
+func checkShareStartsAtEnd(ctx context.Context, t *testing.T, cl *kgo.Client, group string, ends map[int32]int64) {
+	t.Helper()
 	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	req.SetVersion(1)
 	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
-	ends := b.endOffsets(t, topic)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
@@ -228,20 +245,7 @@ func TestShareGroupBrokerKill(t *testing.T) {
 	b := startBroker(t, "", shareConfigs...)
 	const topic, group = "share-kill", "share-kill-group"
 	n := scale(400)
-	b.createTopic(t, topic, 2, nil)
-	prod := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic))...)
-	for i := 0; i < n; i++ {
-		prod.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Partition: int32(i % 2)}, nil)
-		if i%10 == 9 { // small batches, so a poll acquires a part of the log
-			if err := prod.Flush(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := prod.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	setGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	produceShareKeys(t, b, topic, group, n, 10) // small batches: a poll acquires a part of the log
 	ends := b.endOffsets(t, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -346,19 +350,5 @@ func TestShareGroupBrokerKill(t *testing.T) {
 		}
 	}
 
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	req.SetVersion(1)
-	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 2 {
-		t.Fatalf("share group offsets %+v", resp.Groups)
-	}
-	for _, p := range resp.Groups[0].Topics[0].Partitions {
-		if p.ErrorCode != 0 || p.StartOffset != ends[p.Partition] || p.Lag != 0 {
-			t.Errorf("partition %d: %+v, log end %d", p.Partition, p, ends[p.Partition])
-		}
-	}
+	checkShareStartsAtEnd(ctx, t, cl, group, ends)
 }
