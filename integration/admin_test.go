@@ -134,12 +134,33 @@ func TestAdminLogDirs(t *testing.T) {
 		t.Fatalf("sizes %+v %+v", p0, p1)
 	}
 
-	low := b.newClient(t, kgo.MaxVersions(lowestVersions(35)))
+	// v1 is the lowest Kafka 4.3.1 serves; v0 is served as a 3.x broker
+	// (kcompatd.kafka.version=3.9) serves it.
+	lowDirs(t, b, 1, p1.Size)
+	old := startBroker(t, "", "kcompatd.kafka.version=3.9")
+	old.createTopic(t, "sized", 2, nil)
+	ocl := old.newClient(t, append(old.producerOpts(t), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err := ocl.ProduceSync(ctx, &kgo.Record{Topic: "sized", Partition: 1, Value: make([]byte, 1000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	lowDirs(t, old, 0, p1.Size)
+	if _, err := kmsg.NewPtrDescribeLogDirsRequest().RequestWith(ctx, b.newClient(t, kgo.MaxVersions(lowestVersions(35))).Broker(1)); err == nil {
+		t.Fatalf("v0 of a Kafka 4 broker: %v", err)
+	}
+}
+
+// lowDirs sends DescribeLogDirs at version v for sized-1 and a missing
+// topic, and checks that only sized-1 is described, at size bytes.
+func lowDirs(t *testing.T, b *broker, v int16, size int64) {
+	t.Helper()
+	vs := kversion.V3_9_0()
+	vs.SetMaxKeyVersion(35, v)
+	low := b.newClient(t, kgo.MaxVersions(vs))
 	req := kmsg.NewPtrDescribeLogDirsRequest()
 	req.Topics = []kmsg.DescribeLogDirsRequestTopic{{Topic: "sized", Partitions: []int32{1}}, {Topic: "nope", Partitions: []int32{0}}}
-	resp, err := req.RequestWith(ctx, low.Broker(1)) // unsharded: kgo would refuse the unknown topic itself
-	if err != nil || resp.Version != 0 || len(resp.Dirs) != 1 || len(resp.Dirs[0].Topics) != 1 || resp.Dirs[0].Topics[0].Partitions[0].Size != p1.Size {
-		t.Fatalf("v0: %v %+v", err, resp)
+	resp, err := req.RequestWith(adminCtx(t), low.Broker(1)) // unsharded: kgo would refuse the unknown topic itself
+	if err != nil || resp.Version != v || len(resp.Dirs) != 1 || len(resp.Dirs[0].Topics) != 1 || resp.Dirs[0].Topics[0].Partitions[0].Size != size {
+		t.Fatalf("v%d: %v %+v", v, err, resp)
 	}
 }
 
@@ -168,11 +189,26 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		t.Fatalf("epochs: %+v", e)
 	}
 
-	// v0 and v2 (the lowest Kafka 4 serves), raw.
+	// v2 (the lowest Kafka 4.3.1 serves) raw, and v0 as a 3.x broker
+	// (kcompatd.kafka.version=3.9) serves it.
+	old := startBroker(t, "", "kcompatd.kafka.version=3.9")
+	old.createTopic(t, "epochs", 1, nil)
+	ocl := old.newClient(t, old.producerOpts(t)...)
+	for i := range 10 {
+		if err := ocl.ProduceSync(ctx, &kgo.Record{Topic: "epochs", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, v := range []int16{0, 2} {
 		vs := kversion.V3_9_0()
 		vs.SetMaxKeyVersion(23, v)
 		low := b.newClient(t, kgo.MaxVersions(vs))
+		if v < 2 {
+			if _, err := kmsg.NewPtrOffsetForLeaderEpochRequest().RequestWith(ctx, low.Broker(1)); err == nil {
+				t.Fatalf("v%d served by a Kafka 4 broker", v)
+			}
+			low = old.newClient(t, kgo.MaxVersions(vs))
+		}
 		r := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		r.ReplicaID = -1
 		for _, name := range []string{"epochs", "missing"} {
@@ -390,12 +426,22 @@ func TestAdminClusterAndFeatures(t *testing.T) {
 		}
 	}
 
+	// transaction.version is finalized at 2: an upgrade to the level it
+	// has is no error (Kafka's controller only refuses a lower level with
+	// upgrade type 1), a downgrade with upgrade type 1 is refused.
 	upd, err := adm.UpdateFeatures(ctx, true, kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1})
 	if err == nil {
 		err = upd["transaction.version"].Err
 	}
+	if err != nil {
+		t.Fatalf("upgrade transaction.version to its level 2: %v", err)
+	}
+	upd, err = adm.UpdateFeatures(ctx, true, kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 1, UpgradeType: 1})
+	if err == nil {
+		err = upd["transaction.version"].Err
+	}
 	if !errors.Is(err, kerr.InvalidUpdateVersion) {
-		t.Fatalf("raise transaction.version: %v", err)
+		t.Fatalf("lower transaction.version with upgrade type 1: %v", err)
 	}
 	low := b.newClient(t, kgo.MaxVersions(lowestVersions(57)))
 	ur := kmsg.NewPtrUpdateFeaturesRequest()

@@ -104,6 +104,7 @@ func TestCleanerTxnCompactsRealTransactions(t *testing.T) {
 	wantKey := map[string]int64{} // key -> its offset in want
 	produced := cleanTxnWant{}    // every visible (committed or non-transactional) record
 	aborted := map[int64]string{}
+	txnEnds := 0 // EndTxn calls: with transaction.version 2 each bumps the epoch
 	keep := func(rs []*kgo.Record) {
 		for _, r := range rs {
 			if o, ok := wantKey[string(r.Key)]; ok {
@@ -127,6 +128,7 @@ func TestCleanerTxnCompactsRealTransactions(t *testing.T) {
 		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 			t.Fatalf("end transaction (commit=%v): %v", commit, err)
 		}
+		txnEnds++
 		if commit {
 			keep(rs)
 			return
@@ -235,13 +237,18 @@ func TestCleanerTxnCompactsRealTransactions(t *testing.T) {
 		t.Fatalf("high watermark %d after cleaning, was %d", e, end)
 	}
 
-	// (4) Both producers go on with the producer id and epoch they had.
+	// (4) Both producers go on with the producer id and epoch they had:
+	// the transactional producer's epoch moves on by one per EndTxn
+	// (transaction.version 2) and by nothing else (no fencing, no
+	// re-initialization).
 	txnID, txnEpoch := producerIDOf(t, txn)
+	endsAtCapture := txnEnds
 	idemID, idemEpoch := producerIDOf(t, idem)
 	checkProducers := func(when string) {
 		t.Helper()
-		if id, e := producerIDOf(t, txn); id != txnID || e != txnEpoch {
-			t.Fatalf("%s: transactional producer is %d/%d, was %d/%d", when, id, e, txnID, txnEpoch)
+		wantEpoch := txnEpoch + int16(txnEnds-endsAtCapture)
+		if id, e := producerIDOf(t, txn); id != txnID || e != wantEpoch {
+			t.Fatalf("%s: transactional producer is %d/%d, want %d/%d (%d transactions ended since %d/%d)", when, id, e, txnID, wantEpoch, txnEnds-endsAtCapture, txnID, txnEpoch)
 		}
 		if id, e := producerIDOf(t, idem); id != idemID || e != idemEpoch {
 			t.Fatalf("%s: idempotent producer is %d/%d, was %d/%d (its sequence was refused)", when, id, e, idemID, idemEpoch)

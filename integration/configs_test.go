@@ -187,14 +187,30 @@ func TestTopicAndBrokerConfigs(t *testing.T) {
 }
 
 // TestConfigsLowestVersions sends the config requests at the lowest
-// versions Kafka 3.9 serves.
+// versions Kafka 4.3.1 serves (DescribeConfigs v1, the others v0), and
+// DescribeConfigs v0 to a broker serving as Kafka 3.9
+// (kcompatd.kafka.version=3.9).
 func TestConfigsLowestVersions(t *testing.T) {
-	b := startBroker(t, "")
+	for _, tc := range []struct {
+		release  string
+		describe int16
+	}{{"", 1}, {"3.9", 0}} {
+		t.Run("kafka"+tc.release, func(t *testing.T) { testConfigsLowestVersions(t, tc.release, tc.describe) })
+	}
+}
+
+func testConfigsLowestVersions(t *testing.T, release string, describeVersion int16) {
+	var configs []string
+	if release != "" {
+		configs = append(configs, "kcompatd.kafka.version="+release)
+	}
+	b := startBroker(t, "", configs...)
 	b.createTopic(t, "low", 1, nil)
 	vs := kversion.V3_9_0()
-	for _, k := range []int16{32, 33, 44} {
+	for _, k := range []int16{33, 44} {
 		vs.SetMaxKeyVersion(k, 0)
 	}
+	vs.SetMaxKeyVersion(32, describeVersion)
 	cl := b.newClient(t, kgo.MaxVersions(vs))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -228,17 +244,22 @@ func TestConfigsLowestVersions(t *testing.T) {
 	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, "low"
 	desc.Resources = append(desc.Resources, dr)
 	dresp, err := desc.RequestWith(ctx, cl)
-	if err != nil || dresp.Version != 0 || dresp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("DescribeConfigs v0: %v %+v", err, dresp)
+	if err != nil || dresp.Version != describeVersion || dresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("DescribeConfigs v%d: %v %+v", describeVersion, err, dresp)
 	}
 	got := map[string]string{}
 	for _, c := range dresp.Resources[0].Configs {
-		if !c.IsDefault && c.Value != nil {
+		// v0 tells defaults by IsDefault, v1 on by Source.
+		set := !c.IsDefault
+		if describeVersion >= 1 {
+			set = c.Source == kmsg.ConfigSourceDynamicTopicConfig
+		}
+		if set && c.Value != nil {
 			got[c.Name] = *c.Value
 		}
 	}
 	if got["retention.ms"] != "5000" || got["cleanup.policy"] != "delete,compact" || len(got) != 2 {
-		t.Errorf("non-default configs at v0: %v", got)
+		t.Errorf("non-default configs at v%d: %v", describeVersion, got)
 	}
 
 	// Legacy AlterConfigs at its highest version (kadm's State functions)

@@ -81,15 +81,7 @@ func TestShareGroupConsumerCrash(t *testing.T) {
 	b := startBroker(t, "", shareConfigs...)
 	const topic, group = "share-crash", "share-crash-group"
 	n := scale(2000)
-	b.createTopic(t, topic, 2, nil)
-	prod := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic))...)
-	for i := 0; i < n; i++ {
-		prod.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Partition: int32(i % 2)}, nil)
-	}
-	if err := prod.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	setGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	produceShareKeys(t, b, topic, group, n, n)
 
 	// A acquires a first batch and crashes without acknowledging it.
 	var d crashDialer
@@ -143,10 +135,35 @@ func TestShareGroupConsumerCrash(t *testing.T) {
 
 	// Nothing is left: every acknowledgement was answered, so each
 	// share-partition's start offset is at its end.
+	checkShareStartsAtEnd(ctx, t, cl, group, b.endOffsets(t, topic))
+}
+
+// produceShareKeys creates topic with 2 partitions, produces keys 0..n-1
+// round-robin over them in batches of at most batch records, and makes
+// group start at the earliest offset.
+func produceShareKeys(t *testing.T, b *broker, topic, group string, n, batch int) *kgo.Client {
+	t.Helper()
+	b.createTopic(t, topic, 2, nil)
+	prod := b.newClient(t, append(b.producerOpts(t), kgo.DefaultProduceTopic(topic))...)
+	for i := 0; i < n; i++ {
+		prod.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Partition: int32(i % 2)}, nil)
+		if (i+1)%batch == 0 || i == n-1 {
+			if err := prod.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	return prod
+}
+
+// checkShareStartsAtEnd: nothing is left of group's 2 share-partitions,
+// every start offset is at the log end and the lag 0.
+func checkShareStartsAtEnd(ctx context.Context, t *testing.T, cl *kgo.Client, group string, ends map[int32]int64) {
+	t.Helper()
 	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	req.SetVersion(1)
 	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
-	ends := b.endOffsets(t, topic)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
@@ -214,4 +231,124 @@ func TestShareGroupPoisonRecordArchived(t *testing.T) {
 	if p := resp.Groups[0].Topics[0].Partitions[0]; p.StartOffset != 2 || p.Lag != 0 {
 		t.Fatalf("share-partition %+v, want start offset 2, lag 0", p)
 	}
+}
+
+// TestShareGroupBrokerKill: a share consumer accepts a first set of records
+// (every acknowledgement answered), then holds a second batch
+// unacknowledged when the broker is killed with SIGKILL. After the restart
+// on the same data dir a new consumer reads to the end: nothing accepted
+// before the kill comes again, every other record is delivered and accepted
+// once, the records that were in flight come back (with delivery count 1,
+// as from Kafka 4.3.1: acquisitions are not persisted), and the
+// share-partition start offsets end at the log end.
+func TestShareGroupBrokerKill(t *testing.T) {
+	b := startBroker(t, "", shareConfigs...)
+	const topic, group = "share-kill", "share-kill-group"
+	n := scale(400)
+	produceShareKeys(t, b, topic, group, n, 10) // small batches: a poll acquires a part of the log
+	ends := b.endOffsets(t, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var ackMu sync.Mutex
+	var ackErrs []error
+	var a *kgo.Client
+	aGone := false // A's release of the held records cannot reach the broker
+	onAck := kgo.ShareAckCallback(func(c *kgo.Client, rs kgo.ShareAckResults) {
+		ackMu.Lock()
+		defer ackMu.Unlock()
+		if c == a && aGone {
+			return
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				ackErrs = append(ackErrs, fmt.Errorf("%s-%d: %w", r.Topic, r.Partition, r.Err))
+			}
+		}
+	})
+	checkAcks := func(when string) {
+		t.Helper()
+		ackMu.Lock()
+		defer ackMu.Unlock()
+		if len(ackErrs) > 0 {
+			t.Fatalf("%s: acknowledgements failed: %v", when, ackErrs)
+		}
+	}
+
+	// A accepts a first set, then holds one more batch.
+	var d crashDialer
+	var closeA func()
+	ackMu.Lock()
+	a, closeA = b.tempClient(t, kgo.ConsumeTopics(topic), kgo.ShareGroup(group), kgo.ShareMaxRecords(20), onAck,
+		kgo.Dialer(d.DialContext), kgo.WithLogger(kgo.BasicLogger(io.Discard, kgo.LogLevelNone, nil))) // it may outlive the test
+	ackMu.Unlock()
+	acceptedBefore := map[string]bool{}
+	for len(acceptedBefore) < n/4 && ctx.Err() == nil {
+		for _, r := range a.PollFetches(ctx).Records() {
+			acceptedBefore[string(r.Key)] = true
+			r.Ack(kgo.AckAccept)
+		}
+		if err := a.FlushAcks(ctx); err != nil {
+			t.Fatalf("acknowledging: %v", err)
+		}
+	}
+	checkAcks("before the kill")
+	held := map[string]bool{}
+	for len(held) == 0 && ctx.Err() == nil {
+		for _, r := range a.PollFetches(ctx).Records() {
+			if acceptedBefore[string(r.Key)] {
+				t.Fatalf("record %s delivered again after it was accepted", r.Key)
+			}
+			held[string(r.Key)] = true
+		}
+	}
+	if len(acceptedBefore) < n/4 || len(held) == 0 || len(acceptedBefore)+len(held) >= n {
+		t.Fatalf("before the kill: %d accepted, %d held of %d", len(acceptedBefore), len(held), n)
+	}
+
+	ackMu.Lock()
+	aGone = true
+	ackMu.Unlock()
+	b = b.crashRestart(t)
+	d.crash()
+	go closeA() // the broker it knew is gone
+
+	// B reads everything not accepted before the kill, each record once.
+	cl := b.newClient(t, kgo.ConsumeTopics(topic), kgo.ShareGroup(group), onAck)
+	accepted := map[string]int{}
+	counts := map[string]int32{}
+	for len(accepted) < n-len(acceptedBefore) && ctx.Err() == nil {
+		for _, r := range cl.PollFetches(ctx).Records() {
+			k := string(r.Key)
+			if acceptedBefore[k] {
+				t.Errorf("record %s accepted before the kill delivered again (delivery count %d)", k, r.DeliveryCount())
+			}
+			accepted[k]++
+			counts[k] = r.DeliveryCount()
+			r.Ack(kgo.AckAccept)
+		}
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatalf("acknowledging after the restart: %v", err)
+		}
+	}
+	checkAcks("after the restart")
+	if len(accepted) != n-len(acceptedBefore) {
+		t.Fatalf("after the restart %d of %d records accepted", len(accepted), n-len(acceptedBefore))
+	}
+	for k, c := range accepted {
+		if c != 1 {
+			t.Errorf("record %s delivered %d times after the restart", k, c)
+		}
+	}
+	// The acquisition of the held records was never written to the share
+	// state (Kafka writes it at acknowledgement, release and lock
+	// timeout), so after the kill they come back as first deliveries:
+	// Kafka 4.3.1 answers delivery count 1 for them in this same sequence.
+	for k := range held {
+		if accepted[k] != 1 || counts[k] != 1 {
+			t.Errorf("record %s was in flight at the kill: accepted %d times after it, delivery count %d (Kafka 4.3.1: 1)", k, accepted[k], counts[k])
+		}
+	}
+
+	checkShareStartsAtEnd(ctx, t, cl, group, ends)
 }
