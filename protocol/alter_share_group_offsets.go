@@ -21,6 +21,11 @@ func init() { register(kmsg.AlterShareGroupOffsets.Int16(), 0, 0, handleAlterSha
 
 func handleAlterShareGroupOffsets(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AlterShareGroupOffsetsRequest)
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+		resp.ErrorCode, resp.ErrorMessage = unsupportedVersion, &unsupportedVersionMessage
+		return resp, nil
+	}
 	if code := s.groupAuthCode(r, authz.OpRead, req.GroupID); code != 0 {
 		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, authErrMessage(code)

@@ -20,6 +20,11 @@ func init() { register(kmsg.DeleteShareGroupOffsets.Int16(), 0, 0, handleDeleteS
 
 func handleDeleteShareGroupOffsets(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+		resp.ErrorCode, resp.ErrorMessage = unsupportedVersion, &unsupportedVersionMessage
+		return resp, nil
+	}
 	if code := s.groupAuthCode(r, authz.OpDelete, req.GroupID); code != 0 {
 		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, authErrMessage(code)

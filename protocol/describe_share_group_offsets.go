@@ -37,6 +37,11 @@ func handleDescribeShareGroupOffsets(s *Server, r *Request) (kmsg.Response, erro
 // TOPIC_AUTHORIZATION_FAILED per partition, and such topics are left out
 // of an all-topics answer.
 func (s *Server) describeShareGroupOffsets(r *Request, g kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
+	if !s.shareGroupsEnabled() {
+		out := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		out.GroupID, out.ErrorCode, out.ErrorMessage = g.GroupID, unsupportedVersion, &unsupportedVersionMessage
+		return out
+	}
 	if code := s.groupAuthCode(r, authz.OpDescribe, g.GroupID); code != 0 {
 		out := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		out.GroupID, out.ErrorCode, out.ErrorMessage = g.GroupID, code, authErrMessage(code)

@@ -25,6 +25,11 @@ func init() { register(kmsg.ShareAcknowledge.Int16(), 1, 2, handleShareAcknowled
 
 func handleShareAcknowledge(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareAcknowledgeRequest)
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
 	if id, ok := shareGroupIDGiven(req.GroupID); ok {
 		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
 			resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)

@@ -47,6 +47,11 @@ func init() { register(kmsg.ShareFetch.Int16(), 1, 2, handleShareFetch) }
 
 func handleShareFetch(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareFetchRequest)
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
 	if id, ok := shareGroupIDGiven(req.GroupID); ok {
 		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
 			resp := req.ResponseKind().(*kmsg.ShareFetchResponse)

@@ -23,6 +23,12 @@ func handleShareGroupDescribe(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
 	for _, id := range req.GroupIDs {
+		if !s.shareGroupsEnabled() {
+			d := kmsg.NewShareGroupDescribeResponseGroup()
+			d.GroupID, d.ErrorCode = id, unsupportedVersion
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
 		if code := s.groupAuthCode(r, authz.OpDescribe, id); code != 0 {
 			d := kmsg.NewShareGroupDescribeResponseGroup()
 			d.GroupID, d.ErrorCode, d.AuthorizedOperations = id, code, authorizedOperationsUnset

@@ -33,6 +33,11 @@ func init() { register(kmsg.ShareGroupHeartbeat.Int16(), 1, 1, handleShareGroupH
 
 func handleShareGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareGroupHeartbeatRequest)
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
 	if code := s.groupHeartbeatAuthCode(r, req.GroupID, req.SubscribedTopicNames); code != 0 {
 		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 		resp.ErrorCode = code

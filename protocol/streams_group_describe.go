@@ -32,6 +32,8 @@ func handleStreamsGroupDescribe(s *Server, r *Request) (kmsg.Response, error) {
 		g := kmsg.NewStreamsGroupDescribeResponseGroup()
 		g.Group, g.AuthorizedOperations = id, -2147483648
 		switch {
+		case !s.streamsGroupsEnabled():
+			g.ErrorCode = unsupportedVersion
 		case s.groups == nil:
 			g.ErrorCode = coordinatorNotAvailable
 		case id == "":

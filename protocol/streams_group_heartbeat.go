@@ -43,6 +43,11 @@ func init() { register(kmsg.StreamsGroupHeartbeat.Int16(), 0, 0, handleStreamsGr
 
 func handleStreamsGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.StreamsGroupHeartbeatRequest)
+	if !s.streamsGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
 	if s.groups == nil {
 		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 		resp.ErrorCode = coordinatorNotAvailable
