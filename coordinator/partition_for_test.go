@@ -96,3 +96,27 @@ func TestLegacyPartitionGroupStays(t *testing.T) {
 		t.Fatalf("new group's commit not in Kafka's partition (%d records)", n)
 	}
 }
+
+// TestLegacyTxnPartitionStays: a transactional id whose record load finds
+// in the sign-masked __transaction_state partition keeps that partition;
+// others get Kafka's.
+func TestLegacyTxnPartitionStays(t *testing.T) {
+	const id = "compat-java-share-1796169633-25990-share"
+	rec := txnRecord(id, &txnData{producerID: 5, prevProducerID: -1, nextProducerID: -1, producerEpoch: 1, lastEpoch: -1,
+		timeoutMs: 1000, state: txnEmpty, partitions: map[TopicPartition]struct{}{}})
+	batch, err := recordbatch.Build(recordbatch.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, []recordbatch.Record{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTxnCoordinator(DefaultTxnConfig(), nil)
+	c.loading.part, c.loading.n = legacyPartitionFor(id, 50), 50
+	if _, err := c.loadTxnBatches(batch, map[string]*txnData{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.txnPartition(id, 50); got != 31 {
+		t.Errorf("loaded id's partition %d, want its legacy 31", got)
+	}
+	if got := c.txnPartition("txn-42", 50); got != 43 {
+		t.Errorf("new id's partition %d, want Kafka's 43", got)
+	}
+}
