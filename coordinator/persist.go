@@ -259,7 +259,7 @@ func keyGroup(key []byte) (string, bool) {
 // noteFound records that group id has records in the partition being read.
 func (l *loader) noteFound(key []byte) {
 	id, ok := keyGroup(key)
-	if !ok {
+	if !ok || l.n <= 0 {
 		return
 	}
 	if p, seen := l.found[id]; seen && p != PartitionFor(id, l.n) {
