@@ -76,10 +76,14 @@ func TestIdleGroupsPark(t *testing.T) {
 	e.close()
 }
 
-// settledRunning waits (bounded) for groups that are about to park.
-func settledRunning(c *Coordinator) int {
+// settledRunning waits (bounded) for groups that are about to park,
+// until at most one runs.
+func settledRunning(c *Coordinator) int { return settledTo(c, 1) }
+
+// settledTo waits (bounded) until at most limit groups run.
+func settledTo(c *Coordinator, limit int) int {
 	n := c.runningGroups()
-	for i := 0; i < 500 && n > 1; i++ {
+	for i := 0; i < 500 && n > limit; i++ {
 		time.Sleep(2 * time.Millisecond)
 		n = c.runningGroups()
 	}
@@ -141,7 +145,7 @@ func TestShareAndStreamsGroupsParkAndWake(t *testing.T) {
 	leave := c.request()
 	leave.MemberEpoch = -1
 	c.send(leave)
-	if n := settledParked(e.c); n != 0 {
+	if n := settledTo(e.c, 0); n != 0 {
 		t.Fatalf("%d groups running after their members left, want 0", n)
 	}
 	after := e.c.ShareGroupDescribe(ctx, "sg")
@@ -155,14 +159,4 @@ func TestShareAndStreamsGroupsParkAndWake(t *testing.T) {
 	if d.ErrorCode != 0 || d.Topology == nil || len(d.Topology.Subtopologies) != 2 || d.Epoch < 1 {
 		t.Fatalf("woken streams group %+v", d)
 	}
-}
-
-// settledParked waits (bounded) for every group to park.
-func settledParked(c *Coordinator) int {
-	n := c.runningGroups()
-	for i := 0; i < 500 && n > 0; i++ {
-		time.Sleep(2 * time.Millisecond)
-		n = c.runningGroups()
-	}
-	return n
 }

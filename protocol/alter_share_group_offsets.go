@@ -32,26 +32,24 @@ func handleAlterShareGroupOffsets(s *Server, r *Request) (kmsg.Response, error) 
 		return resp, nil
 	}
 	var refused []kmsg.AlterShareGroupOffsetsResponseTopic
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		if s.authorizeTopic(r, authz.OpRead, t.Topic) {
-			kept = append(kept, t)
-			continue
-		}
-		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
-		rt.Topic = t.Topic
-		if st := s.store.Topic(t.Topic); st != nil {
-			rt.TopicID = st.ID
-		}
-		for _, p := range t.Partitions {
-			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			rp.ErrorMessage = authErrMessage(rp.ErrorCode)
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		refused = append(refused, rt)
-	}
-	req.Topics = kept
+	req.Topics, refused = splitAuthorized(req.Topics,
+		func(t kmsg.AlterShareGroupOffsetsRequestTopic) bool {
+			return s.authorizeTopic(r, authz.OpRead, t.Topic)
+		},
+		func(t kmsg.AlterShareGroupOffsetsRequestTopic) kmsg.AlterShareGroupOffsetsResponseTopic {
+			rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			if st := s.store.Topic(t.Topic); st != nil {
+				rt.TopicID = st.ID
+			}
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rp.ErrorMessage = authErrMessage(rp.ErrorCode)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		})
 	resp := s.groups.AlterShareGroupOffsets(r.Ctx, req)
 	if resp.ErrorCode == 0 {
 		resp.Topics = append(refused, resp.Topics...)

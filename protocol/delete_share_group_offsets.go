@@ -31,18 +31,16 @@ func handleDeleteShareGroupOffsets(s *Server, r *Request) (kmsg.Response, error)
 		return resp, nil
 	}
 	var refused []kmsg.DeleteShareGroupOffsetsResponseTopic
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		if s.authorizeTopic(r, authz.OpRead, t.Topic) {
-			kept = append(kept, t)
-			continue
-		}
-		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
-		rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
-		rt.ErrorMessage = authErrMessage(rt.ErrorCode)
-		refused = append(refused, rt)
-	}
-	req.Topics = kept
+	req.Topics, refused = splitAuthorized(req.Topics,
+		func(t kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
+			return s.authorizeTopic(r, authz.OpRead, t.Topic)
+		},
+		func(t kmsg.DeleteShareGroupOffsetsRequestTopic) kmsg.DeleteShareGroupOffsetsResponseTopic {
+			rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
+			rt.ErrorMessage = authErrMessage(rt.ErrorCode)
+			return rt
+		})
 	resp := s.groups.DeleteShareGroupOffsets(r.Ctx, req)
 	if resp.ErrorCode == 0 {
 		resp.Topics = append(refused, resp.Topics...)

@@ -15,6 +15,8 @@ package protocol
 // records above it whose delivery is complete (-1 without state).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -53,23 +55,21 @@ func (s *Server) describeShareGroupOffsets(r *Request, g kmsg.DescribeShareGroup
 	all := g.Topics == nil
 	var refused []kmsg.DescribeShareGroupOffsetsResponseGroupTopic
 	if !all {
-		kept := make([]kmsg.DescribeShareGroupOffsetsRequestGroupTopic, 0, len(g.Topics))
-		for _, t := range g.Topics {
-			if s.authorizeTopic(r, authz.OpDescribe, t.Topic) {
-				kept = append(kept, t)
-				continue
-			}
-			rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-				rp.Partition, rp.StartOffset, rp.ErrorCode = p, -1, kerr.TopicAuthorizationFailed.Code
-				rp.ErrorMessage = authErrMessage(rp.ErrorCode)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			refused = append(refused, rt)
-		}
-		g.Topics = kept
+		g.Topics, refused = splitAuthorized(slices.Clone(g.Topics),
+			func(t kmsg.DescribeShareGroupOffsetsRequestGroupTopic) bool {
+				return s.authorizeTopic(r, authz.OpDescribe, t.Topic)
+			},
+			func(t kmsg.DescribeShareGroupOffsetsRequestGroupTopic) kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
+				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+					rp.Partition, rp.StartOffset, rp.ErrorCode = p, -1, kerr.TopicAuthorizationFailed.Code
+					rp.ErrorMessage = authErrMessage(rp.ErrorCode)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				return rt
+			})
 	}
 	out := s.groups.DescribeShareGroupOffsets(r.Ctx, r.Version, g)
 	if out.ErrorCode != 0 {

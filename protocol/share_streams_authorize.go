@@ -155,6 +155,21 @@ func (s *Server) shareTopicReadable(r *Request, id [16]byte) bool {
 	return t == nil || s.authorizeTopic(r, authz.OpRead, t.Name)
 }
 
+// splitAuthorized keeps in place the topics ok allows and returns the
+// others' answers, made by refuse.
+func splitAuthorized[T, R any](topics []T, ok func(T) bool, refuse func(T) R) ([]T, []R) {
+	var refused []R
+	kept := topics[:0]
+	for _, t := range topics {
+		if ok(t) {
+			kept = append(kept, t)
+		} else {
+			refused = append(refused, refuse(t))
+		}
+	}
+	return kept, refused
+}
+
 // refuseShareFetchTopics takes out of req the topics r may not READ and
 // returns them with TOPIC_AUTHORIZATION_FAILED for each partition (and for
 // its acknowledgements), for the response.
@@ -163,25 +178,21 @@ func (s *Server) refuseShareFetchTopics(r *Request, req *kmsg.ShareFetchRequest)
 		return nil
 	}
 	var refused []kmsg.ShareFetchResponseTopic
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		if s.shareTopicReadable(r, t.TopicID) {
-			kept = append(kept, t)
-			continue
-		}
-		rt := kmsg.NewShareFetchResponseTopic()
-		rt.TopicID = t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewShareFetchResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			if len(p.AcknowledgementBatches) > 0 {
-				rp.AcknowledgeErrorCode = kerr.TopicAuthorizationFailed.Code
+	req.Topics, refused = splitAuthorized(req.Topics,
+		func(t kmsg.ShareFetchRequestTopic) bool { return s.shareTopicReadable(r, t.TopicID) },
+		func(t kmsg.ShareFetchRequestTopic) kmsg.ShareFetchResponseTopic {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				if len(p.AcknowledgementBatches) > 0 {
+					rp.AcknowledgeErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
 			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		refused = append(refused, rt)
-	}
-	req.Topics = kept
+			return rt
+		})
 	return refused
 }
 
@@ -192,22 +203,18 @@ func (s *Server) refuseShareAcknowledgeTopics(r *Request, req *kmsg.ShareAcknowl
 		return nil
 	}
 	var refused []kmsg.ShareAcknowledgeResponseTopic
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		if s.shareTopicReadable(r, t.TopicID) {
-			kept = append(kept, t)
-			continue
-		}
-		rt := kmsg.NewShareAcknowledgeResponseTopic()
-		rt.TopicID = t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		refused = append(refused, rt)
-	}
-	req.Topics = kept
+	req.Topics, refused = splitAuthorized(req.Topics,
+		func(t kmsg.ShareAcknowledgeRequestTopic) bool { return s.shareTopicReadable(r, t.TopicID) },
+		func(t kmsg.ShareAcknowledgeRequestTopic) kmsg.ShareAcknowledgeResponseTopic {
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		})
 	return refused
 }
 
