@@ -259,6 +259,11 @@ type Coordinator struct {
 
 	txnIdx txnIndex // groups with open transactions, by producer id (txn_offsets.go)
 
+	// loadedPartitions are the groups whose records load found in another
+	// __consumer_offsets partition than PartitionFor's (OffsetsPartition);
+	// written by load before any group runs, read-only after.
+	loadedPartitions map[string]int32
+
 	groupCfgs *GroupConfigs        // group config overrides (group_configs.go)
 	persister sharestate.Persister // share-partition state (share groups)
 	share     *sharefetch.Manager  // the share-fetch path
@@ -314,9 +319,13 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// PartitionFor is the __consumer_offsets partition of a group: Kafka's
-// Utils.abs(groupId.hashCode) % partitions, with Java's String.hashCode
-// over UTF-16 code units.
+// PartitionFor is the __consumer_offsets partition of a group (and the
+// __transaction_state partition of a transactional id): Kafka's
+// Utils.abs(id.hashCode) % partitions, with Java's String.hashCode over
+// UTF-16 code units and Utils.abs's 0 for Integer.MIN_VALUE. (Before this
+// was Kafka's formula, kcompatd masked the sign bit, which differs for a
+// negative hash; Coordinator.OffsetsPartition keeps such a group where
+// its records are.)
 func PartitionFor(groupID string, partitions int32) int32 {
 	var h int32
 	for _, r := range groupID {
@@ -328,7 +337,30 @@ func PartitionFor(groupID string, partitions int32) int32 {
 		}
 		h = 31*h + int32(r)
 	}
-	return (h & 0x7fffffff) % partitions
+	return javaAbs(h) % partitions
+}
+
+// javaAbs is Kafka's Utils.abs: |n|, and 0 for math.MinInt32.
+func javaAbs(n int32) int32 {
+	switch {
+	case n == math.MinInt32:
+		return 0
+	case n < 0:
+		return -n
+	}
+	return n
+}
+
+// OffsetsPartition is the __consumer_offsets partition (of n) group id's
+// records go to: the one its records were found in at load when that is
+// not PartitionFor's (a data dir written by a kcompatd that computed it
+// otherwise), so that no group's records are split across partitions;
+// else PartitionFor.
+func (c *Coordinator) OffsetsPartition(id string, n int32) int32 {
+	if p, ok := c.loadedPartitions[id]; ok && p < n {
+		return p
+	}
+	return PartitionFor(id, n)
 }
 
 // EnsureOffsetsTopic creates __consumer_offsets if it does not exist yet,

@@ -10,12 +10,20 @@ import "time"
 // fields are owned by nobody until do starts the goroutine again (the
 // goroutine start and runMu order the hand-over).
 
-// idle reports whether the group may park: no members of either
-// protocol, none pending, and no deadline to wait for. Owner only.
+// idle reports whether the group may park: no members of any protocol
+// (classic, consumer, share, streams), none pending, and no deadline to
+// wait for. A member is checked for itself, not only through its session
+// deadline, so one whose deadline is not set (being fenced again later,
+// say) keeps its group running. What a parked group holds (offsets, a
+// share group's initialized partitions and epochs, a streams group's
+// topology and target) stays in the group; the next request finds it.
+// Owner only.
 func (g *group) idle() bool {
 	return g.state == stateEmpty &&
 		len(g.members) == 0 && len(g.pending) == 0 && len(g.pendingSync) == 0 &&
 		(g.cg == nil || len(g.cg.members) == 0) &&
+		(g.sg == nil || len(g.sg.members) == 0) &&
+		(g.stg == nil || len(g.stg.members) == 0) &&
 		g.nextDeadline().IsZero()
 }
 

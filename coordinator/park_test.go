@@ -76,12 +76,87 @@ func TestIdleGroupsPark(t *testing.T) {
 	e.close()
 }
 
-// settledRunning waits (bounded) for groups that are about to park.
-func settledRunning(c *Coordinator) int {
+// settledRunning waits (bounded) for groups that are about to park,
+// until at most one runs.
+func settledRunning(c *Coordinator) int { return settledTo(c, 1) }
+
+// settledTo waits (bounded) until at most limit groups run.
+func settledTo(c *Coordinator, limit int) int {
 	n := c.runningGroups()
-	for i := 0; i < 500 && n > 1; i++ {
+	for i := 0; i < 500 && n > limit; i++ {
 		time.Sleep(2 * time.Millisecond)
 		n = c.runningGroups()
 	}
 	return n
+}
+
+// TestShareAndStreamsMembersKeepGroupsRunning: a share or streams member,
+// even one without a session deadline, keeps its group from parking.
+func TestShareAndStreamsMembersKeepGroupsRunning(t *testing.T) {
+	e := newEnv(t, nil)
+	g := newGroup(e.c, "x")
+	g.sg = newShareGroup()
+	g.sg.members["m"] = &sgMember{id: "m"}
+	if g.idle() {
+		t.Error("a share group with a member is idle")
+	}
+	g = newGroup(e.c, "y")
+	g.stg = newStreamsGroup()
+	g.stg.members["m"] = &stgMember{id: "m"}
+	if g.idle() {
+		t.Error("a streams group with a member is idle")
+	}
+}
+
+// TestShareAndStreamsGroupsParkAndWake: a share group and a streams group
+// whose members left park, and wake with their epochs (and the streams
+// group its topology).
+func TestShareAndStreamsGroupsParkAndWake(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := e.store.CreateTopic("t", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	hb := func(member string, epoch int32) *kmsg.ShareGroupHeartbeatResponse {
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.SetVersion(1)
+		r.GroupID, r.MemberID, r.MemberEpoch = "sg", member, epoch
+		if epoch == 0 {
+			r.SubscribedTopicNames = []string{"t"}
+		}
+		return e.c.ShareGroupHeartbeat(ctx, r, ClientInfo{ClientID: "c", ClientHost: "/h"})
+	}
+	if r := hb("a", 0); r.ErrorCode != 0 {
+		t.Fatalf("share join: %d", r.ErrorCode)
+	}
+	if n := e.c.runningGroups(); n != 1 {
+		t.Fatalf("%d groups running with a share member, want 1", n)
+	}
+	before := e.c.ShareGroupDescribe(ctx, "sg")
+	if r := hb("a", -1); r.ErrorCode != 0 {
+		t.Fatalf("share leave: %d", r.ErrorCode)
+	}
+
+	c := e.newStreamsClient("app", "m1", wordCount("t"))
+	c.send(c.request())
+	if c.last.ErrorCode != 0 {
+		t.Fatalf("streams join: %d", c.last.ErrorCode)
+	}
+	leave := c.request()
+	leave.MemberEpoch = -1
+	c.send(leave)
+	if n := settledTo(e.c, 0); n != 0 {
+		t.Fatalf("%d groups running after their members left, want 0", n)
+	}
+	after := e.c.ShareGroupDescribe(ctx, "sg")
+	if after.ErrorCode != 0 || after.GroupEpoch <= before.GroupEpoch || len(after.Members) != 0 {
+		t.Fatalf("woken share group %+v (before %+v)", after, before)
+	}
+	if r := hb("b", 0); r.ErrorCode != 0 || r.MemberEpoch <= after.GroupEpoch {
+		t.Fatalf("share rejoin after waking: %+v", r)
+	}
+	d := e.c.StreamsGroupDescribe(ctx, "app")
+	if d.ErrorCode != 0 || d.Topology == nil || len(d.Topology.Subtopologies) != 2 || d.Epoch < 1 {
+		t.Fatalf("woken streams group %+v", d)
+	}
 }

@@ -142,7 +142,7 @@ func (g *group) appendBatch(recs []recordbatch.Record, txn *txnProducer) (int64,
 	if err != nil {
 		return -1, err
 	}
-	p := PartitionFor(g.id, int32(len(t.Partitions)))
+	p := g.c.OffsetsPartition(g.id, int32(len(t.Partitions)))
 	log, err := g.c.store.Log(OffsetsTopic, p)
 	if err != nil {
 		return -1, err
@@ -232,10 +232,40 @@ type loader struct {
 	// open is, per producer id, the groups its open transactions wrote
 	// to in the partition being read (markers are per partition).
 	open map[int64]map[string]struct{}
+	// part is the partition being read; found is, per group id, the
+	// partition its records were read from (one not PartitionFor's wins,
+	// should there be two).
+	part, n int32
+	found   map[string]int32
 }
 
 func newLoader(c *Coordinator) *loader {
-	return &loader{c: c, byID: map[string]*loadedGroup{}, open: map[int64]map[string]struct{}{}}
+	return &loader{c: c, byID: map[string]*loadedGroup{}, open: map[int64]map[string]struct{}{}, found: map[string]int32{}}
+}
+
+// keyGroup is the group id every __consumer_offsets key starts with
+// (after its int16 version; key versions are not flexible).
+func keyGroup(key []byte) (string, bool) {
+	if len(key) < 4 {
+		return "", false
+	}
+	n := int(int16(binary.BigEndian.Uint16(key[2:4])))
+	if n < 0 || 4+n > len(key) {
+		return "", false
+	}
+	return string(key[4 : 4+n]), true
+}
+
+// noteFound records that group id has records in the partition being read.
+func (l *loader) noteFound(key []byte) {
+	id, ok := keyGroup(key)
+	if !ok || l.n <= 0 {
+		return
+	}
+	if p, seen := l.found[id]; seen && p != PartitionFor(id, l.n) {
+		return // an earlier, unhashed partition stays the group's
+	}
+	l.found[id] = l.part
 }
 
 func (l *loader) get(id string) *loadedGroup {
@@ -259,9 +289,11 @@ func (c *Coordinator) load() ([]*group, error) {
 		return nil, nil
 	}
 	l := newLoader(c)
+	l.n = int32(len(t.Partitions))
 	byID := l.byID
 	for p, log := range t.Partitions {
 		clear(l.open)
+		l.part = int32(p)
 		off := log.Offsets().LogStartOffset
 		for {
 			res, err := log.Read(off, loadChunk, true)
@@ -292,6 +324,17 @@ func (c *Coordinator) load() ([]*group, error) {
 			}
 			off = next
 		}
+	}
+	for id, p := range l.found {
+		if p != PartitionFor(id, l.n) {
+			if c.loadedPartitions == nil {
+				c.loadedPartitions = map[string]int32{}
+			}
+			c.loadedPartitions[id] = p
+		}
+	}
+	if len(c.loadedPartitions) > 0 {
+		c.log.Info().Int("groups", len(c.loadedPartitions)).Msg("groups found outside their hashed __consumer_offsets partition stay in theirs")
 	}
 	var out []*group
 	for id, lg := range byID {
@@ -419,6 +462,7 @@ func (l *loader) record(r recordbatch.Record, recordOffset, producerID int64) {
 	if len(r.Key) < 2 {
 		return
 	}
+	l.noteFound(r.Key)
 	switch binary.BigEndian.Uint16(r.Key) {
 	case 0, 1:
 		var k kmsg.OffsetCommitKey

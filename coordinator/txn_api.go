@@ -323,7 +323,7 @@ func (c *TxnCoordinator) AddOffsets(txnID string, pid int64, epoch int16, group 
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	p := PartitionFor(group, int32(len(t.Partitions)))
+	p := c.groups.OffsetsPartition(group, int32(len(t.Partitions)))
 	return c.AddPartitions(txnID, pid, epoch, []TopicPartition{{OffsetsTopic, p}})
 }
 

@@ -147,6 +147,14 @@ type TxnCoordinator struct {
 	// __transaction_state at start named, -1 if none; set before start.
 	loadedMaxPID int64
 
+	// loadedPartitions are the transactional ids whose records load found
+	// in another __transaction_state partition than PartitionFor's (an
+	// older kcompatd's data dir): they stay there (txnPartition). loading
+	// is the partition being read and its topic's partition count. Set
+	// before start, read-only after.
+	loadedPartitions map[string]int32
+	loading          struct{ part, n int32 }
+
 	// txnVersion is the finalized transaction.version (Kafka's
 	// transactionVersionLevel): it decides the record version written.
 	// SetTransactionVersion changes it.
@@ -355,6 +363,30 @@ func (c *TxnCoordinator) EnsureTxnTopic() (*partition.Topic, error) {
 	})
 }
 
+// txnPartition is the __transaction_state partition (of n) of id: where
+// load found its records if not PartitionFor's, so that no id's records
+// are split across partitions; else PartitionFor.
+func (c *TxnCoordinator) txnPartition(id string, n int32) int32 {
+	if p, ok := c.loadedPartitions[id]; ok && p < n {
+		return p
+	}
+	return PartitionFor(id, n)
+}
+
+// noteLoaded records that id has records in the partition being loaded.
+func (c *TxnCoordinator) noteLoaded(id string) {
+	if c.loading.part == PartitionFor(id, c.loading.n) {
+		return
+	}
+	if _, seen := c.loadedPartitions[id]; seen {
+		return
+	}
+	if c.loadedPartitions == nil {
+		c.loadedPartitions = map[string]int32{}
+	}
+	c.loadedPartitions[id] = c.loading.part
+}
+
 // storeTxnLog appends to the id's partition of __transaction_state.
 type storeTxnLog struct{ c *TxnCoordinator }
 
@@ -363,7 +395,7 @@ func (s storeTxnLog) appendTxn(id string, rec recordbatch.Record) error {
 	if err != nil {
 		return err
 	}
-	log, err := s.c.store.Log(TxnTopic, PartitionFor(id, int32(len(t.Partitions))))
+	log, err := s.c.store.Log(TxnTopic, s.c.txnPartition(id, int32(len(t.Partitions))))
 	if err != nil {
 		return err
 	}
@@ -412,6 +444,7 @@ func (c *TxnCoordinator) loadTxnTopic() (map[string]*txnData, error) {
 		return out, nil
 	}
 	for p, log := range t.Partitions {
+		c.loading.part, c.loading.n = int32(p), int32(len(t.Partitions))
 		off := log.Offsets().LogStartOffset
 		for {
 			res, err := log.Read(off, loadChunk, true)
@@ -459,6 +492,9 @@ func (c *TxnCoordinator) loadTxnBatches(b []byte, out map[string]*txnData) (int6
 			if !ok {
 				c.log.Warn().Int64("offset", h.BaseOffset()).Msg("skipping undecodable __transaction_state record")
 				return nil
+			}
+			if c.loading.n > 0 {
+				c.noteLoaded(id)
 			}
 			if d == nil {
 				delete(out, id)

@@ -323,7 +323,7 @@ func (c *Coordinator) CompleteTxnOffsets(offsetsPartition int32, producerID int6
 	}
 	n := int32(len(t.Partitions))
 	for _, g := range c.txnIdx.of(producerID) {
-		if PartitionFor(g.id, n) != offsetsPartition {
+		if c.OffsetsPartition(g.id, n) != offsetsPartition {
 			continue
 		}
 		done := make(chan struct{})

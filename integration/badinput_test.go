@@ -483,10 +483,10 @@ func TestHugeDecodeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("broker RSS %d MiB before the frames, %d MiB after", rss0>>20, rss>>20)
-	// Two frames' buffers (one read, one growing) and the 128 MiB decode
+	// Two frames' buffers (one read, one growing) and the 256 MiB decode
 	// bound, with room for the runtime's slack (measured: 229 MiB; a
 	// race-built broker's shadow memory about triples it).
-	bound := int64(2*frameBytes + 128<<20 + 64<<20)
+	bound := int64(2*frameBytes + 256<<20 + 64<<20) // protocol's maxDecodedBytes
 	if raceEnabled {
 		bound *= 3
 	}

@@ -249,15 +249,7 @@ func (s *Server) filterDescribableTxnTopics(r *Request, st *kmsg.DescribeTransac
 // consumerGroupHeartbeatAuthCode is ConsumerGroupHeartbeat's check: READ
 // on the group, then DESCRIBE on every topic it subscribes to by name.
 func (s *Server) consumerGroupHeartbeatAuthCode(r *Request, req *kmsg.ConsumerGroupHeartbeatRequest) int16 {
-	if code := s.groupAuthCode(r, authz.OpRead, req.Group); code != 0 {
-		return code
-	}
-	for _, t := range req.SubscribedTopicNames {
-		if code := s.topicAuthCode(r, authz.OpDescribe, t); code != 0 {
-			return code
-		}
-	}
-	return 0
+	return s.groupHeartbeatAuthCode(r, req.Group, req.SubscribedTopicNames)
 }
 
 // hideUndescribableAssignments fails a described consumer group whose
@@ -272,7 +264,7 @@ func (s *Server) hideUndescribableAssignments(r *Request, d *kmsg.ConsumerGroupD
 			for _, tp := range a.TopicPartitions {
 				if !s.authorizeTopic(r, authz.OpDescribe, tp.Topic) {
 					d.ErrorCode = kerr.TopicAuthorizationFailed.Code
-					d.ErrorMessage = strPtr("The described group uses topics that the client is not authorized to describe.")
+					d.ErrorMessage = strPtr(undescribableTopicsMessage)
 					d.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
 					return
 				}

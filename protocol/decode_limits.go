@@ -14,25 +14,29 @@ import (
 // against the bytes left (one byte per element): an array of count n
 // allocates n Go elements (up to a few hundred bytes each) before any of
 // them is read, and a tag section's unknown tags each cost a map (~336
-// bytes for two wire bytes). So a frame of n bytes may allocate up to
+// bytes for three wire bytes). So a frame of n bytes may allocate up to
 // n x costPerByte(type) while it is decoded, where costPerByte follows from
-// the request's Go types alone (below): their largest element, once per
-// level of nesting (the arrays being filled when the decode fails, plus
-// the elements already read, each at least a byte), plus the tag maps in
-// flexible versions and the string copies.
+// the request's Go types alone (below): the widest element of each level
+// of nesting, plus the tag maps in flexible versions and the string copies.
 //
 // Every request but Produce is refused (the connection closed, as for a
 // frame above socket.request.max.bytes) when its frame exceeds
-// maxDecodedBytes / costPerByte of its type and version: with 128 MiB
-// that is 270-800 KiB for the flexible versions (the tag maps dominate)
-// and up to 4 MiB for older ones; a Fetch v18 may name about 10,000
-// partitions (340 KiB), an OffsetCommit v10 about 20,000. Produce frames carry
+// maxDecodedBytes / costPerByte of its type and version: with 256 MiB
+// that is 583 KiB-2.3 MiB for the flexible versions (the tag maps
+// dominate) and 1.9 MiB or more for older ones. Measured
+// (TestBigLegitimateRequestsFit, at least 1.5x room at every version):
+// OffsetCommit, ListOffsets, Fetch, OffsetFetch of 10,000 partitions
+// (Fetch v18: 332 KB of a 1.08 MB limit), a Metadata of 20,000 topics of
+// 30 characters (v12: 980 KB of 1.67 MB, so about 34,000 such topics at
+// most), a DescribeConfigs of 10,000 topics. The worst a hostile frame
+// can make kmsg allocate is maxDecodedBytes per request being decoded
+// (one per connection at a time). Produce frames carry
 // their records as bytes, which kmsg does not copy: a pre-pass over the
 // frame (produce_bound.go) counts its topics, partitions and tags and
 // refuses one whose decoded form would exceed maxDecodedBytes, whatever
 // its size. So decoding one request costs at most maxDecodedBytes beside
 // its frame.
-const maxDecodedBytes = 128 << 20
+const maxDecodedBytes = 256 << 20
 
 // tagMapBytes is what kmsg's Tags spends on a struct's first unknown tag
 // (a map with one entry, measured: 336 bytes), for at least two wire
@@ -55,42 +59,59 @@ func frameLimit(key, version int16) int {
 }
 
 // costPerByte bounds the Go bytes kmsg may allocate per frame byte while
-// decoding a value of type t.
+// decoding a value of type t. kmsg sizes an array from its count, checked
+// only against the bytes left (one per element), so at each level of
+// nesting of arrays (and of pointers to structs or strings, each
+// allocated for at least its nullable marker byte) the elements allocated
+// are at most the frame's bytes: the arrays already filled hold elements
+// of at least a byte each, all before the header of the one being filled,
+// whose count is at most the bytes after it. So a level costs at most
+// B x its widest element, and the levels add up (levelBytes). Strings
+// are copied (a byte each); bytes are slices of the frame. In flexible
+// versions an unknown tag costs a map (tagMapBytes) for at least three
+// wire bytes (the section's count, the tag's number and size), further
+// tags of a section less (tagEntryBytes for two), and tag sections do not
+// overlap in the frame: tagMapBytes/3 per byte, once.
 func costPerByte(t reflect.Type, flexible bool) int {
-	depth, widest := shape(t, 0)
-	cost := (depth+1)*widest + 1 // arrays being filled and read, string copies
+	var widest []int
+	levelBytes(t, 0, 0, &widest)
+	cost := 1
+	for _, w := range widest {
+		cost += w
+	}
 	if flexible {
-		cost += tagMapBytes / 2
+		cost += tagMapBytes / 3
 	}
 	return cost
 }
 
-// shape returns the deepest nesting of arrays in t and the widest Go
-// element of any of them.
-func shape(t reflect.Type, seen int) (depth, widest int) {
+// levelBytes records in (*widest)[level] the widest element allocated at
+// each level of nesting of arrays and pointers in t.
+func levelBytes(t reflect.Type, level, seen int, widest *[]int) {
 	if seen > 16 { // kmsg's types are not recursive; a guard all the same
-		return 0, 0
+		return
+	}
+	alloc := func(elem reflect.Type) {
+		for len(*widest) <= level {
+			*widest = append(*widest, 0)
+		}
+		(*widest)[level] = max((*widest)[level], int(elem.Size()))
+		levelBytes(elem, level+1, seen+1, widest)
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return shape(t.Elem(), seen+1)
+		alloc(t.Elem())
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return 0, 0 // bytes: a slice of the frame
+		if t.Elem().Kind() != reflect.Uint8 { // bytes: a slice of the frame
+			alloc(t.Elem())
 		}
-		d, w := shape(t.Elem(), seen+1)
-		return d + 1, max(w, int(t.Elem().Size()))
 	case reflect.Struct:
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
+			if f := t.Field(i); f.IsExported() {
+				levelBytes(f.Type, level, seen+1, widest)
 			}
-			d, w := shape(f.Type, seen+1)
-			depth, widest = max(depth, d), max(widest, w)
 		}
 	}
-	return depth, widest
 }
 
 // frameLimits[key][version] is frameLimit, computed once for the

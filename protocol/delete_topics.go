@@ -145,6 +145,7 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 			toDelete = append(toDelete, target{name, t.ID})
 		}
 	}
+	var deletedIDs [][16]byte
 	for _, d := range toDelete {
 		name := d.name
 		if err := s.store.DeleteTopic(name); err != nil {
@@ -163,7 +164,13 @@ func handleDeleteTopics(s *Server, r *Request) (kmsg.Response, error) {
 		if s.txns != nil {
 			s.txns.TopicDeleted(name)
 		}
+		deletedIDs = append(deletedIDs, d.id)
 		add(&name, d.id, nil, "")
+	}
+	if s.groups != nil {
+		// Share groups forget the deleted topics' share-partitions and
+		// their share state goes, as Kafka's onPartitionsDeleted.
+		s.groups.ShareTopicsDeleted(r.Ctx, deletedIDs)
 	}
 	return resp, nil
 }

@@ -11,7 +11,8 @@ package protocol
 //   - A missing topic is created when auto.create.topics.enable and the
 //     request allows it (AllowAutoTopicCreation, a v4 field; below v4 the
 //     schema default, true, applies, as Kafka reads it), with num.partitions
-//     partitions; __consumer_offsets and __transaction_state are created
+//     partitions; __consumer_offsets, __transaction_state and (with the
+//     share coordinator as persister) __share_group_state are created
 //     by their coordinators, with their own settings. As Kafka 4.3.1 in
 //     KRaft mode (AutoTopicCreationManager, observed at v0-v13 for both
 //     kinds), the request that triggers the creation is answered
@@ -52,6 +53,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
@@ -269,6 +271,11 @@ func (s *Server) metadataNamedTopic(name string, autoCreate bool) kmsg.MetadataR
 			t, err = s.groups.EnsureOffsetsTopic()
 		case name == coordinator.TxnTopic && s.txns != nil:
 			t, err = s.txns.EnsureTxnTopic()
+		case name == sharestate.StateTopic && s.groups != nil:
+			t, err = s.groups.EnsureShareStateTopic()
+			if t == nil && err == nil {
+				return missing(kerr.UnknownTopicOrPartition.Code)
+			}
 		default:
 			return missing(kerr.UnknownTopicOrPartition.Code)
 		}

@@ -15,10 +15,10 @@
 // same): two request frames, the one being served and the one read ahead,
 // each at most Config.MaxRequestBytes (socket.request.max.bytes, 100 MiB by
 // default), plus the decoded form of the one being served, at most
-// maxDecodedBytes (128 MiB; decode_limits.go); a 16 KiB read buffer; and
+// maxDecodedBytes (256 MiB; decode_limits.go); a 16 KiB read buffer; and
 // one response being written, for a Fetch at most fetch.max.bytes (55 MiB,
 // fixed at Kafka's default) of record bytes, with its encode buffer kept
-// between responses only up to 1 MiB. With the defaults that is about 384
+// between responses only up to 1 MiB. With the defaults that is about 512
 // MiB per connection. Across
 // connections, request frames read and not yet handled can be bounded by
 // queued.max.request.bytes (requestMemory, limits.go; unbounded by

@@ -10,15 +10,37 @@ package protocol
 // the change is written through the share state persister before the
 // answer. The epoch must be the session's (0 is INVALID_SHARE_SESSION_EPOCH;
 // -1 closes the session after the acknowledgements and releases what the
-// member still holds).
+// member still holds). Authorization as ShareFetch: READ on the group,
+// READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition).
 //
 // Version notes: v2 adds IsRenewAck and AcquisitionLockTimeoutMs.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func init() { register(kmsg.ShareAcknowledge.Int16(), 1, 2, handleShareAcknowledge) }
 
 func handleShareAcknowledge(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareAcknowledgeRequest)
-	return s.groups.ShareFetcher().ShareAcknowledge(req), nil
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
+	if id, ok := shareGroupIDGiven(req.GroupID); ok {
+		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
+			resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+			resp.ErrorCode = code
+			return resp, nil
+		}
+	}
+	refused := s.refuseShareAcknowledgeTopics(r, req)
+	resp := s.groups.ShareFetcher().ShareAcknowledge(req)
+	if resp.ErrorCode == 0 {
+		resp.Topics = append(resp.Topics, refused...)
+	}
+	return resp, nil
 }

@@ -23,7 +23,10 @@ package protocol
 // INVALID_REQUEST (acknowledgements in a new session, a renew with fetch
 // parameters), SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
 // SHARE_SESSION_LIMIT_REACHED (group.share.max.share.sessions);
-// per partition UNKNOWN_TOPIC_ID, INVALID_RECORD_STATE.
+// per partition UNKNOWN_TOPIC_ID, INVALID_RECORD_STATE. Authorization:
+// READ on the group (GROUP_AUTHORIZATION_FAILED, the whole response), READ
+// on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions and their
+// acknowledgements; such a topic is kept out of the session).
 //
 // Deliberate differences: MaxRecords is cut at the record, not rounded up
 // to the batch (the batches are still sent whole); an incremental
@@ -34,11 +37,32 @@ package protocol
 //   - v2: ShareAcquireMode, IsRenewAck (KIP-1222: RENEW acknowledgements,
 //     with share.renew.acknowledge.enable)
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
 
 func init() { register(kmsg.ShareFetch.Int16(), 1, 2, handleShareFetch) }
 
 func handleShareFetch(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareFetchRequest)
-	return s.groups.ShareFetcher().ShareFetch(r.Ctx, req), nil
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
+	if id, ok := shareGroupIDGiven(req.GroupID); ok {
+		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
+			resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+			resp.ErrorCode = code
+			return resp, nil
+		}
+	}
+	refused := s.refuseShareFetchTopics(r, req)
+	resp := s.groups.ShareFetcher().ShareFetch(r.Ctx, req)
+	if resp.ErrorCode == 0 {
+		resp.Topics = append(resp.Topics, refused...)
+	}
+	return resp, nil
 }

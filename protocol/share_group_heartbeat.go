@@ -15,7 +15,9 @@ package protocol
 // assignment is sent on join and when it changed. Errors as Kafka's:
 // INVALID_REQUEST for a malformed request, UNKNOWN_MEMBER_ID,
 // FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED (group.share.max.size),
-// GROUP_ID_NOT_FOUND for a group of another type.
+// GROUP_ID_NOT_FOUND for a group of another type. Authorization: READ on
+// the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every subscribed
+// topic (TOPIC_AUTHORIZATION_FAILED).
 //
 // Deliberate differences: the assignor's spread is ours (balanced, by
 // sorted member id), so which member gets which partition can differ
@@ -31,5 +33,15 @@ func init() { register(kmsg.ShareGroupHeartbeat.Int16(), 1, 1, handleShareGroupH
 
 func handleShareGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ShareGroupHeartbeatRequest)
+	if !s.shareGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
+	if code := s.groupHeartbeatAuthCode(r, req.GroupID, req.SubscribedTopicNames); code != 0 {
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	return s.groups.ShareGroupHeartbeat(r.Ctx, req, clientInfo(r)), nil
 }

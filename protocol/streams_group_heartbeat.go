@@ -19,7 +19,11 @@ package protocol
 // waits group.streams.initial.rebalance.delay.ms (ASSIGNMENT_DELAYED).
 // Heartbeat interval and session
 // timeout are group.streams.heartbeat.interval.ms and
-// group.streams.session.timeout.ms.
+// group.streams.session.timeout.ms. Authorization: READ on the group
+// (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every topic of the topology
+// (TOPIC_AUTHORIZATION_FAILED); internal topics are created only with
+// CREATE on the cluster or on each of them, else none is and the
+// MISSING_INTERNAL_TOPICS status says "Unauthorized to CREATE on topics".
 //
 // Deliberate differences: static members are refused as Kafka 4.3 does
 // (UNKNOWN_SERVER_ERROR "Static members are not supported yet."); the
@@ -39,13 +43,23 @@ func init() { register(kmsg.StreamsGroupHeartbeat.Int16(), 0, 0, handleStreamsGr
 
 func handleStreamsGroupHeartbeat(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.StreamsGroupHeartbeatRequest)
+	if !s.streamsGroupsEnabled() {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		resp.ErrorCode = unsupportedVersion
+		return resp, nil
+	}
 	if s.groups == nil {
 		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 		resp.ErrorCode = coordinatorNotAvailable
 		return resp, nil
 	}
+	if code := s.groupHeartbeatAuthCode(r, req.Group, streamsTopologyTopics(req.Topology)); code != 0 {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	resp, toCreate := s.groups.StreamsGroupHeartbeat(r.Ctx, req, clientInfo(r))
-	for _, t := range toCreate {
+	for _, t := range s.uncreatableStreamsTopics(r, resp, toCreate) {
 		s.createStreamsInternalTopic(t)
 	}
 	return resp, nil

@@ -153,7 +153,7 @@ func (s *Server) verifyTxnOffsets(v int16, req *kmsg.TxnOffsetCommitRequest) (in
 	if err != nil {
 		return coordinatorNotAvailable, nil
 	}
-	tp := coordinator.TopicPartition{Topic: coordinator.OffsetsTopic, Partition: coordinator.PartitionFor(req.Group, int32(len(t.Partitions)))}
+	tp := coordinator.TopicPartition{Topic: coordinator.OffsetsTopic, Partition: s.groups.OffsetsPartition(req.Group, int32(len(t.Partitions)))}
 	var guard *partition.TxnVerificationGuard
 	if req.ProducerID >= 0 {
 		g := t.Partitions[tp.Partition].StartTxnVerification(req.ProducerID, req.ProducerEpoch)

@@ -1,0 +1,218 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/partition"
+	"github.com/kcompatd/kcompatd/protocol/authz"
+)
+
+// allow is an ACL letting every principal do op on rt/name (pt: literal
+// or prefixed).
+func allow(rt int8, name string, pt int8, op int8) partition.ACL {
+	return partition.ACL{ResourceType: rt, ResourceName: name, PatternType: pt, Principal: authz.WildcardPrincipal, Host: "*", Operation: op, Permission: authz.PermissionAllow}
+}
+
+// aclGroupBroker is groupBroker with an authorizer and no super user.
+func aclGroupBroker(t *testing.T, acls ...partition.ACL) (*testBroker, *wire) {
+	t.Helper()
+	b := startBrokerTuned(t, func(c *Config) {
+		c.Authorizer = authz.New(authz.Config{}, acls, func([]partition.ACL) error { return nil })
+	}, nil, func(cfg *coordinator.Config) {
+		cfg.InitialRebalanceDelay = 0
+		cfg.StreamsInitialRebalanceDelay = 0
+		cfg.OffsetsTopicPartitions = 3
+	})
+	return b, dialWire(t, b.addr)
+}
+
+// TestShareAPIsAuthorization: a non-super principal with READ on group
+// "sg-ok" and READ on topic "ok" only, checked as Kafka 4.3's KafkaApis.
+func TestShareAPIsAuthorization(t *testing.T) {
+	b, w := aclGroupBroker(t,
+		allow(authz.ResourceGroup, "sg-ok", authz.PatternLiteral, authz.OpRead),
+		allow(authz.ResourceTopic, "ok", authz.PatternLiteral, authz.OpRead),
+	)
+	ok := b.createTopic(t, "ok", 1, nil)
+	secret := b.createTopic(t, "secret", 1, nil)
+
+	hb := func(group string, topics ...string) int16 {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.GroupID, req.MemberID, req.SubscribedTopicNames = group, "m1-aaaaaaaaaaaaaaaaaa", topics
+		return w.roundTrip(req).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode
+	}
+	expectErr(t, "heartbeat, group refused", hb("sg-no", "ok"), kerr.GroupAuthorizationFailed)
+	expectErr(t, "heartbeat, topic refused", hb("sg-ok", "ok", "secret"), kerr.TopicAuthorizationFailed)
+	expectErr(t, "heartbeat", hb("sg-ok", "ok"), nil)
+
+	desc := kmsg.NewPtrShareGroupDescribeRequest()
+	desc.SetVersion(1)
+	desc.GroupIDs, desc.IncludeAuthorizedOperations = []string{"sg-no", "sg-ok"}, true
+	dr := w.roundTrip(desc).(*kmsg.ShareGroupDescribeResponse)
+	expectErr(t, "describe, group refused", dr.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+	expectErr(t, "describe", dr.Groups[1].ErrorCode, nil)
+	if got, want := dr.Groups[1].AuthorizedOperations, int32(1<<authz.OpRead|1<<authz.OpDescribe); got != want {
+		t.Errorf("authorized operations %b, want %b", got, want)
+	}
+
+	fetch := func(group string, ids ...[16]byte) *kmsg.ShareFetchResponse {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.SetVersion(1)
+		member := "m1-aaaaaaaaaaaaaaaaaa"
+		req.GroupID, req.MemberID, req.MaxBytes, req.MaxRecords, req.BatchSize = &group, &member, 1<<20, 10, 10
+		for _, id := range ids {
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			req.Topics = append(req.Topics, kmsg.ShareFetchRequestTopic{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{rp}})
+		}
+		return w.roundTrip(req).(*kmsg.ShareFetchResponse)
+	}
+	expectErr(t, "fetch, group refused", fetch("sg-no", ok.ID).ErrorCode, kerr.GroupAuthorizationFailed)
+	fr := fetch("sg-ok", ok.ID, secret.ID)
+	expectErr(t, "fetch", fr.ErrorCode, nil)
+	codes := map[[16]byte]int16{}
+	for _, tp := range fr.Topics {
+		codes[tp.TopicID] = tp.Partitions[0].ErrorCode
+	}
+	if len(codes) != 2 || codes[ok.ID] != 0 || codes[secret.ID] != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("fetch partition codes %v", codes)
+	}
+
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.SetVersion(1)
+	no, member := "sg-no", "m1-aaaaaaaaaaaaaaaaaa"
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &no, &member, 1
+	expectErr(t, "acknowledge, group refused", w.roundTrip(ack).(*kmsg.ShareAcknowledgeResponse).ErrorCode, kerr.GroupAuthorizationFailed)
+
+	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dso.SetVersion(1)
+	dso.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{
+		{GroupID: "sg-no"},
+		{GroupID: "sg-ok", Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "secret", Partitions: []int32{0}}}},
+	}
+	dsr := w.roundTrip(dso).(*kmsg.DescribeShareGroupOffsetsResponse)
+	expectErr(t, "describe offsets, group refused", dsr.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+	if g := dsr.Groups[1]; g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || g.Topics[0].Partitions[0].StartOffset != -1 {
+		t.Errorf("describe offsets, topic refused: %+v", g)
+	}
+
+	alter := func(group, topic string) *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = group
+		req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+		return w.roundTrip(req).(*kmsg.AlterShareGroupOffsetsResponse)
+	}
+	expectErr(t, "alter offsets, group refused", alter("sg-no", "ok").ErrorCode, kerr.GroupAuthorizationFailed)
+	ar := alter("sg-alter-ok", "secret")
+	expectErr(t, "alter offsets, group", ar.ErrorCode, kerr.GroupAuthorizationFailed)
+	ar = alter("sg-ok", "secret")
+	if ar.ErrorCode != kerr.NonEmptyGroup.Code && (len(ar.Topics) != 1 || ar.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code) {
+		t.Errorf("alter offsets, topic refused: %+v", ar)
+	}
+
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID = "sg-ok" // READ, not DELETE
+	del.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "ok"}}
+	expectErr(t, "delete offsets without DELETE", w.roundTrip(del).(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode, kerr.GroupAuthorizationFailed)
+}
+
+// TestShareOffsetsTopicAuthorization: an empty share group the principal
+// may READ and DELETE, and a topic it may not READ.
+func TestShareOffsetsTopicAuthorization(t *testing.T) {
+	b, w := aclGroupBroker(t,
+		allow(authz.ResourceGroup, "sg", authz.PatternLiteral, authz.OpRead),
+		allow(authz.ResourceGroup, "sg", authz.PatternLiteral, authz.OpDelete),
+		allow(authz.ResourceTopic, "ok", authz.PatternLiteral, authz.OpRead),
+	)
+	b.createTopic(t, "ok", 1, nil)
+	b.createTopic(t, "secret", 1, nil)
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = "sg"
+	for _, n := range []string{"ok", "secret"} {
+		alter.Topics = append(alter.Topics, kmsg.AlterShareGroupOffsetsRequestTopic{Topic: n, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0}}})
+	}
+	ar := w.roundTrip(alter).(*kmsg.AlterShareGroupOffsetsResponse)
+	codes := map[string]int16{}
+	for _, tp := range ar.Topics {
+		codes[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if ar.ErrorCode != 0 || len(codes) != 2 || codes["ok"] != 0 || codes["secret"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alter: %d %v", ar.ErrorCode, codes)
+	}
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID = "sg"
+	del.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "ok"}, {Topic: "secret"}}
+	dr := w.roundTrip(del).(*kmsg.DeleteShareGroupOffsetsResponse)
+	codes = map[string]int16{}
+	for _, tp := range dr.Topics {
+		codes[tp.Topic] = tp.ErrorCode
+	}
+	if dr.ErrorCode != 0 || codes["ok"] != 0 || codes["secret"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("delete: %d %v", dr.ErrorCode, codes)
+	}
+	// All topics: the refused topic is left out.
+	b2 := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	b2.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}
+	for _, tp := range w.roundTrip(b2).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].Topics {
+		if tp.Topic == "secret" {
+			t.Errorf("all-topics describe lists a refused topic")
+		}
+	}
+}
+
+// TestStreamsAPIsAuthorization: READ on group "g", DESCRIBE on the
+// topology's topics, no CREATE: the changelog is not created and the
+// status says why; a topic it may not describe fails the heartbeat.
+func TestStreamsAPIsAuthorization(t *testing.T) {
+	b, w := aclGroupBroker(t,
+		allow(authz.ResourceGroup, "g", authz.PatternLiteral, authz.OpRead),
+		allow(authz.ResourceTopic, "in", authz.PatternLiteral, authz.OpDescribe),
+		allow(authz.ResourceTopic, "g-", authz.PatternPrefixed, authz.OpDescribe),
+	)
+	b.createTopic(t, "in", 1, nil)
+	expectErr(t, "group refused", w.roundTrip(sgJoin(t, w, 0, "other", "m1")).(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode, kerr.GroupAuthorizationFailed)
+	bad := sgJoin(t, w, 0, "g", "m1")
+	bad.Topology.Subtopologies[0].SourceTopics = []string{"in", "secret"}
+	expectErr(t, "topic refused", w.roundTrip(bad).(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode, kerr.TopicAuthorizationFailed)
+
+	resp := w.roundTrip(sgJoin(t, w, 0, "g", "m1")).(*kmsg.StreamsGroupHeartbeatResponse)
+	expectErr(t, "join", resp.ErrorCode, nil)
+	if len(resp.Status) != 1 || resp.Status[0].StatusCode != streamsMissingInternalTopics || !strings.Contains(resp.Status[0].StatusDetail, "Unauthorized to CREATE on topics g-store-changelog.") {
+		t.Errorf("status %+v", resp.Status)
+	}
+	if b.store.Topic("g-store-changelog") != nil {
+		t.Error("created an internal topic without CREATE")
+	}
+
+	desc := kmsg.NewPtrStreamsGroupDescribeRequest()
+	desc.Groups, desc.IncludeAuthorizedOperations = []string{"other", "g"}, true
+	dr := w.roundTrip(desc).(*kmsg.StreamsGroupDescribeResponse)
+	expectErr(t, "describe, group refused", dr.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
+	expectErr(t, "describe", dr.Groups[1].ErrorCode, nil)
+	if got, want := dr.Groups[1].AuthorizedOperations, int32(1<<authz.OpRead|1<<authz.OpDescribe); got != want {
+		t.Errorf("authorized operations %b, want %b", got, want)
+	}
+}
+
+// TestStreamsInternalTopicsCreatedWithCreate: CREATE on the topic (not on
+// the cluster) is enough, as Kafka's rule.
+func TestStreamsInternalTopicsCreatedWithCreate(t *testing.T) {
+	b, w := aclGroupBroker(t,
+		allow(authz.ResourceGroup, "g", authz.PatternLiteral, authz.OpRead),
+		allow(authz.ResourceTopic, "in", authz.PatternLiteral, authz.OpDescribe),
+		allow(authz.ResourceTopic, "g-", authz.PatternPrefixed, authz.OpCreate),
+		allow(authz.ResourceTopic, "g-", authz.PatternPrefixed, authz.OpDescribe),
+	)
+	b.createTopic(t, "in", 1, nil)
+	resp := w.roundTrip(sgJoin(t, w, 0, "g", "m1")).(*kmsg.StreamsGroupHeartbeatResponse)
+	expectErr(t, "join", resp.ErrorCode, nil)
+	if b.store.Topic("g-store-changelog") == nil {
+		t.Errorf("changelog not created with CREATE on it: %+v", resp.Status)
+	}
+}
