@@ -1,7 +1,7 @@
 // Package testcerts makes throwaway certificates for tests: a CA, server
 // certificates for 127.0.0.1 and localhost, and client certificates with
 // a chosen subject, written as PEM files into a directory the test owns.
-// Nothing outside tests uses it.
+// Nothing outside tests and make compat (integration/compat/certgen) uses it.
 package testcerts
 
 import (
