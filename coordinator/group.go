@@ -162,7 +162,7 @@ type group struct {
 	cg *consumerGroup
 	// sg is set while the group is a KIP-932 share group (share_group.go).
 	sg *shareGroup
-	// sg is set while the group is a KIP-1071 streams group
+	// stg is set while the group is a KIP-1071 streams group
 	// (streams_group.go).
 	stg *streamsGroup
 
