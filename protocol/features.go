@@ -33,6 +33,8 @@ type featureState struct {
 	// epoch is FinalizedFeaturesEpoch: bumped by every change, so a
 	// client can tell newer levels from older ones.
 	epoch int64
+	// resaveNeeded: the levels at start differ from the saved ones (resave).
+	resaveNeeded bool
 }
 
 // newFeatureState is brokerFeatures capped by the release vs (nil: none),
@@ -68,7 +70,54 @@ func newFeatureState(vs *kversion.Versions, saved []byte) *featureState {
 		}
 	}
 	f.epoch = savedFeatureEpoch(saved)
+	if len(saved) > 0 && !sameLevels(decodeFeatureLevels(saved), f.supported, f.finalized) {
+		// The release cap (or a new kcompatd) finalized other levels than
+		// those saved: a new epoch, so clients take them (resave stores
+		// it).
+		f.epoch++
+		f.resaveNeeded = true
+	}
 	return f
+}
+
+// sameLevels reports whether the saved levels are the finalized ones of
+// every supported feature (a feature saved but not supported differs).
+func sameLevels(saved map[string]int16, supported map[string]featureLevels, finalized map[string]int16) bool {
+	for name, l := range saved {
+		if name == featureEpochKey {
+			continue
+		}
+		if _, ok := supported[name]; !ok || finalized[name] != l {
+			return false
+		}
+	}
+	for name := range supported {
+		if _, ok := saved[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// resave stores the levels and epoch newFeatureState settled on when they
+// differ from the saved ones, so that a later start cannot report an older
+// epoch with other levels; a no-op otherwise.
+func (f *featureState) resave(save func([]byte) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.resaveNeeded {
+		return nil
+	}
+	levels := map[string]int16{}
+	for n := range f.supported {
+		levels[n] = f.finalized[n]
+	}
+	b := fmt.Appendf(encodeFeatureLevels(levels), "%s=%d\n", featureEpochKey, f.epoch)
+	if err := save(b); err != nil {
+		return err
+	}
+	f.resaveNeeded = false
+	return nil
 }
 
 // savedFeatureEpoch is the epoch line of the saved levels (0: none, as a

@@ -86,3 +86,28 @@ func (f *featureState) set(levels map[string]int16, save func([]byte) error) err
 	_, err := f.update(func(featureView) map[string]int16 { return levels }, save)
 	return err
 }
+
+// TestFeatureEpochAtStart: a start that finalizes the saved levels keeps
+// the saved epoch; one that finalizes others (a lower kcompatd.kafka.version
+// here) takes the next epoch and saves it, so no later start reports an
+// epoch a client already saw with other levels.
+func TestFeatureEpochAtStart(t *testing.T) {
+	saved := []byte("group.version=1\nshare.version=1\nstreams.version=1\ntransaction.version=1\nepoch=3\n")
+	if f := newFeatureState(nil, saved); f.view().epoch != 3 || f.resaveNeeded {
+		t.Fatalf("same levels: epoch %d, resave %v", f.view().epoch, f.resaveNeeded)
+	}
+	f := newFeatureState(kversion.FromString("4.0"), saved)
+	if f.view().epoch != 4 || !f.resaveNeeded {
+		t.Fatalf("other levels: epoch %d, resave %v", f.view().epoch, f.resaveNeeded)
+	}
+	var got []byte
+	if err := f.resave(func(b []byte) error { got = b; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "group.version=1\ntransaction.version=1\nepoch=4\n" {
+		t.Fatalf("resaved %q", got)
+	}
+	if g := newFeatureState(kversion.FromString("4.0"), got); g.view().epoch != 4 || g.resaveNeeded {
+		t.Fatalf("after the resave: epoch %d, resave %v", g.view().epoch, g.resaveNeeded)
+	}
+}

@@ -328,6 +328,11 @@ func NewServer(cfg Config, store *partition.Store) (*Server, error) {
 	s.groups = cfg.Groups
 	s.txns = cfg.Txns
 	s.features = newFeatureState(cfg.Versions, s.savedFeatureLevels())
+	if err := s.features.resave(s.store.WriteFeatureLevels); err != nil {
+		// Served anyway: only a later start could then report an epoch
+		// already seen with other levels.
+		s.log.Warn().Err(err).Msg("saving the finalized feature levels of this start failed")
+	}
 	s.txns.SetTransactionVersion(s.features.level(transactionVersionFeature))
 	return s, nil
 }
