@@ -432,11 +432,8 @@ func (c *Coordinator) startGroup(g *group) {
 // (group.recoverPanic): no classic or consumer members; a share or streams
 // group as its written records have it.
 func (c *Coordinator) replaceGroup(old *group) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.groups[old.id] != old {
-		return
-	}
+	// Built before c.mu: rebuilding a share or streams group reads group
+	// configs and the store, whose locks rank below c.mu (LOCKING.md).
 	g := newGroup(c, old.id)
 	g.offsets, g.txnOffsets = old.offsets, old.txnOffsets
 	// A share or streams group is rebuilt from the records it wrote, as
@@ -449,6 +446,11 @@ func (c *Coordinator) replaceGroup(old *group) {
 		if ls := loadedStreams(maps.Clone(old.stg.written)); ls.hasMetadata() {
 			g.streamsGroupLoaded(ls)
 		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.groups[old.id] != old {
+		return
 	}
 	for pid := range g.txnOffsets {
 		c.txnIdx.remove(pid, old)
