@@ -27,7 +27,7 @@ help:
 	@echo 'make fuzz         every fuzz target for FUZZTIME (default 1m)'
 	@echo 'make compat       stock clients of other languages (integration/compat/run.sh)'
 	@echo 'make soak         fuzz for SOAK_FUZZTIME each, integration/ SOAK_COUNT times, the kill -9 loop (SOAK_KILLS kills per flush policy), the 50+50-client load test'
-	@echo 'make bench        package benchmarks, then the end-to-end benchmark table'
+	@echo 'make bench        package benchmarks, then the end-to-end benchmark table (BENCH_PEERS=kafka,kfake: against those too; BENCH_ARGS=... for its flags)'
 	@echo 'make lint         gofmt and go vet'
 
 build:
@@ -104,7 +104,7 @@ soak:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem . ./recordbatch ./partition ./protocol ./cleaner
-	$(GO) run ./integration/bench
+	BENCH_PEERS='$(BENCH_PEERS)' BENCH_KAFKA_CLASSPATH='$(BENCH_KAFKA_CLASSPATH)' $(GO) run ./integration/bench $(BENCH_ARGS)
 
 # gofmt has no exit status for "needs formatting"; fail on any listed file.
 lint: vet

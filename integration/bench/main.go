@@ -12,7 +12,9 @@
 //     and resident memory when idle.
 //
 // Each figure is the median over -runs runs, each on a fresh broker and data
-// dir. The numbers are for people and for the budget in
+// dir. With BENCH_PEERS=kafka,kfake the throughput and latency runs also go
+// to Apache Kafka and kfake (peers.go), interleaved round by round, and a
+// second table gives each peer's figures as ratios to kcompatd's. The numbers are for people and for the budget in
 // shared/design/architecture.md; nothing here asserts on them.
 package main
 
@@ -104,6 +106,11 @@ func run() error {
 		return fmt.Errorf("unknown compression %q", *flagCodec)
 	}
 
+	peers, err := peersFromEnv(bin, tmp)
+	if err != nil {
+		return err
+	}
+
 	// Start-up.
 	if measure["startup"] {
 		progress("measuring start-up (%d starts)", *flagStarts)
@@ -121,6 +128,24 @@ func run() error {
 		add("resident memory when idle", fmt.Sprintf("%.1f MB", medianF(rss)/1e6), "", "", "after start-up, no topics")
 	}
 
+	// figures[peer][metric] holds one value per round; rounds interleave
+	// the peers (kcompatd, kafka, kfake, kcompatd, ...) so that drift of the
+	// machine falls on all of them alike.
+	figures := map[string]map[string][]float64{}
+	record := func(p peer, metric string, v float64) {
+		if figures[p.name] == nil {
+			figures[p.name] = map[string][]float64{}
+		}
+		figures[p.name][metric] = append(figures[p.name][metric], v)
+	}
+	var metrics []string // in the order of the table
+	metric := func(m string) string {
+		if !slices.Contains(metrics, m) {
+			metrics = append(metrics, m)
+		}
+		return m
+	}
+
 	// Throughput.
 	acks := "acks=all, not idempotent (broker lacks InitProducerId)"
 	if measure["throughput"] || measure["produce"] {
@@ -128,15 +153,26 @@ func run() error {
 		var prod, cons []throughput
 		idempotent := false
 		for i := range *flagRuns {
-			progress("throughput run %d/%d: %d MB", i+1, *flagRuns, *flagSize>>20)
-			p, c, idem, err := measureThroughput(bin, tmp, codec, consume)
-			if err != nil {
-				return err
+			for _, p := range peers {
+				progress("throughput round %d/%d, %s: %d MB", i+1, *flagRuns, p.name, *flagSize>>20)
+				pt, ct, idem, err := measureThroughput(p, tmp, codec, consume)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				progress("%s: produce %.0f MB/s, %.2f CPU-s/GB", p.name, pt.mbps, pt.cpuPerGB)
+				record(p, metric("produce MB/s"), pt.mbps)
+				record(p, metric("produce CPU-s/GB"), pt.cpuPerGB)
+				if consume {
+					progress("%s: consume %.0f MB/s, %.2f CPU-s/GB", p.name, ct.mbps, ct.cpuPerGB)
+					record(p, metric("consume MB/s"), ct.mbps)
+					record(p, metric("consume CPU-s/GB"), ct.cpuPerGB)
+				}
+				if p.name == "kcompatd" {
+					idempotent = idem
+					prod = append(prod, pt)
+					cons = append(cons, ct)
+				}
 			}
-			progress("produce %.0f MB/s, %.2f CPU-s/GB", p.mbps, p.cpuPerGB)
-			idempotent = idem
-			prod = append(prod, p)
-			cons = append(cons, c)
 		}
 		if idempotent {
 			acks = "acks=all, idempotent"
@@ -174,20 +210,26 @@ func run() error {
 		}
 		var p50s, p99s []time.Duration
 		for i := range *flagRuns {
-			progress("latency run %d/%d (%s)", i+1, *flagRuns, lc.name)
-			p50, p99, err := measureLatency(bin, tmp, lc.configs)
-			if err != nil {
-				return err
+			for _, p := range peers {
+				progress("latency round %d/%d (%s), %s", i+1, *flagRuns, lc.name, p.name)
+				p50, p99, err := measureLatency(p, tmp, lc.configs)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				progress("%s: p50 %.2f ms, p99 %.2f ms", p.name, ms(p50), ms(p99))
+				record(p, metric("latency p50 ms, "+lc.name), ms(p50))
+				record(p, metric("latency p99 ms, "+lc.name), ms(p99))
+				if p.name == "kcompatd" {
+					p50s = append(p50s, p50)
+					p99s = append(p99s, p99)
+				}
 			}
-			p50s = append(p50s, p50)
-			p99s = append(p99s, p99)
 		}
 		add("end-to-end latency, "+lc.name,
 			fmt.Sprintf("p50 %.2f ms", ms(median(p50s))),
 			fmt.Sprintf("p99 %.2f ms", ms(median(p99s))), "",
 			fmt.Sprintf("%d rec/s, linger 0, %s; median of %d", *flagRate, acks, len(p50s)))
 	}
-
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "measurement\tresult\t\t\tconditions")
 	for _, r := range rows {
@@ -199,7 +241,14 @@ func run() error {
 		}
 		fmt.Fprintln(w)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(peers) > 1 {
+		fmt.Println()
+		return printRatios(os.Stdout, peers, metrics, figures)
+	}
+	return nil
 }
 
 type throughput struct {
@@ -226,10 +275,6 @@ func medianF(fs []float64) float64 {
 	s := slices.Clone(fs)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func start(bin, tmp string, configs ...string) (*harness.Broker, string, error) {
-	return startArgs(bin, tmp, nil, configs...)
 }
 
 // startArgs is start with extra command-line arguments for the broker.
@@ -343,12 +388,16 @@ func metadataServedAt(addr string) (time.Time, error) {
 	return at, nil
 }
 
-func newClient(b *harness.Broker, opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr)}, opts...)...)
+func newClient(s server, opts ...kgo.Opt) (*kgo.Client, error) {
+	return newClientAddr(s.addr(), opts...)
+}
+
+func newClientAddr(addr string, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 }
 
 // supportsIdempotence reports whether the broker advertises InitProducerId.
-func supportsIdempotence(b *harness.Broker) (bool, error) {
+func supportsIdempotence(b server) (bool, error) {
 	cl, err := newClient(b)
 	if err != nil {
 		return false, err
@@ -376,7 +425,7 @@ func producerOpts(idempotent bool) []kgo.Opt {
 	return opts
 }
 
-func createTopic(b *harness.Broker, name string) error {
+func createTopic(b server, name string) error {
 	cl, err := newClient(b)
 	if err != nil {
 		return err
@@ -402,16 +451,12 @@ var codecs = map[string]kgo.CompressionCodec{
 
 // measureThroughput produces -size bytes of values compressed with codec,
 // then, if consume, consumes them back, on a fresh broker.
-func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool) (prod, cons throughput, idempotent bool, err error) {
-	var args []string
-	if *flagDebugAddr != "" {
-		args = []string{"--debug-addr", *flagDebugAddr}
-	}
-	b, dir, err := startArgs(bin, tmp, args)
+func measureThroughput(p peer, tmp string, codec kgo.CompressionCodec, consume bool) (prod, cons throughput, idempotent bool, err error) {
+	b, err := p.start(tmp, nil)
 	if err != nil {
 		return prod, cons, false, err
 	}
-	defer stop(b, dir)
+	defer b.stop()
 	if idempotent, err = supportsIdempotence(b); err != nil {
 		return prod, cons, false, err
 	}
@@ -446,7 +491,7 @@ func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	var failed atomic.Pointer[error]
-	cpu0, err := b.CPUTime()
+	cpu0, err := b.cpuTime()
 	if err != nil {
 		cl.Close()
 		return prod, cons, idempotent, err
@@ -468,7 +513,7 @@ func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool
 		return prod, cons, idempotent, err
 	}
 	wall := time.Since(t0)
-	cpu1, err := b.CPUTime()
+	cpu1, err := b.cpuTime()
 	cl.Close()
 	if err != nil {
 		return prod, cons, idempotent, err
@@ -495,7 +540,7 @@ func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool
 		return prod, cons, idempotent, err
 	}
 	defer cc.Close()
-	cpu0, err = b.CPUTime()
+	cpu0, err = b.cpuTime()
 	if err != nil {
 		return prod, cons, idempotent, err
 	}
@@ -512,7 +557,7 @@ func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool
 		got += fs.NumRecords()
 	}
 	wall = time.Since(t0)
-	cpu1, err = b.CPUTime()
+	cpu1, err = b.cpuTime()
 	if err != nil {
 		return prod, cons, idempotent, err
 	}
@@ -526,12 +571,12 @@ func measureThroughput(bin, tmp string, codec kgo.CompressionCodec, consume bool
 
 // measureLatency produces at a fixed rate for -latency-duration, each record
 // carrying its send time, and measures when a consumer sees it.
-func measureLatency(bin, tmp string, configs []string) (p50, p99 time.Duration, err error) {
-	b, dir, err := start(bin, tmp, configs...)
+func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duration, err error) {
+	b, err := p.start(tmp, configs)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer stop(b, dir)
+	defer b.stop()
 	idempotent, err := supportsIdempotence(b)
 	if err != nil {
 		return 0, 0, err
