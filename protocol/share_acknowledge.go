@@ -37,10 +37,5 @@ func handleShareAcknowledge(s *Server, r *Request) (kmsg.Response, error) {
 			return resp, nil
 		}
 	}
-	refused := s.refuseShareAcknowledgeTopics(r, req)
-	resp := s.groups.ShareFetcher().ShareAcknowledge(req)
-	if resp.ErrorCode == 0 {
-		resp.Topics = append(resp.Topics, refused...)
-	}
-	return resp, nil
+	return s.groups.ShareFetcher().ShareAcknowledge(req, s.shareTopicsReadable(r)), nil
 }

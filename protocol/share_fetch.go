@@ -25,8 +25,10 @@ package protocol
 // SHARE_SESSION_LIMIT_REACHED (group.share.max.share.sessions);
 // per partition UNKNOWN_TOPIC_ID, INVALID_RECORD_STATE. Authorization:
 // READ on the group (GROUP_AUTHORIZATION_FAILED, the whole response), READ
-// on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions and their
-// acknowledgements; such a topic is kept out of the session).
+// on each topic, on every fetch for every partition of the request and of
+// the session (TOPIC_AUTHORIZATION_FAILED for its partitions and their
+// acknowledgements, nothing acquired; a refused requested topic is kept
+// out of the session).
 //
 // Deliberate differences: MaxRecords is cut at the record, not rounded up
 // to the batch (the batches are still sent whole); an incremental
@@ -59,10 +61,5 @@ func handleShareFetch(s *Server, r *Request) (kmsg.Response, error) {
 			return resp, nil
 		}
 	}
-	refused := s.refuseShareFetchTopics(r, req)
-	resp := s.groups.ShareFetcher().ShareFetch(r.Ctx, req)
-	if resp.ErrorCode == 0 {
-		resp.Topics = append(resp.Topics, refused...)
-	}
-	return resp, nil
+	return s.groups.ShareFetcher().ShareFetch(r.Ctx, req, s.shareTopicsReadable(r)), nil
 }

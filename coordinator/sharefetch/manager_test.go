@@ -43,7 +43,7 @@ func TestShareFetchCreatesNoState(t *testing.T) {
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp := m.ShareFetch(context.Background(), req)
+		resp := m.ShareFetch(context.Background(), req, nil)
 		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 			t.Fatalf("fetch for %q: %+v", group, resp)
 		}
@@ -99,11 +99,11 @@ func TestShareMemberIDValidated(t *testing.T) {
 		f := kmsg.NewPtrShareFetchRequest()
 		f.SetVersion(1)
 		f.GroupID, f.MemberID = &group, &member
-		fr := m.ShareFetch(context.Background(), f)
+		fr := m.ShareFetch(context.Background(), f, nil)
 		a := kmsg.NewPtrShareAcknowledgeRequest()
 		a.SetVersion(1)
 		a.GroupID, a.MemberID, a.ShareSessionEpoch = &group, &member, 1
-		ar := m.ShareAcknowledge(a)
+		ar := m.ShareAcknowledge(a, nil)
 		for _, r := range []struct {
 			code int16
 			msg  *string
