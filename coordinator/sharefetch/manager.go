@@ -143,6 +143,25 @@ func (m *Manager) Forget(group string) {
 	}
 }
 
+// TopicsDeleted drops the share-partitions of the deleted topics (as
+// Kafka's share-partition listener on partition deletion), so their
+// in-flight windows are not kept, fetched past or released on a member's
+// leave. Sessions keep naming them: a fetch answers UNKNOWN_TOPIC_ID for
+// such a partition (Kafka's answer) until the client forgets it.
+func (m *Manager) TopicsDeleted(ids [][16]byte) {
+	deleted := make(map[[16]byte]bool, len(ids))
+	for _, id := range ids {
+		deleted[id] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.parts {
+		if deleted[k.TopicID] {
+			delete(m.parts, k)
+		}
+	}
+}
+
 // ReleaseMember releases what member holds in group's share-partitions
 // and closes its session (it left the group or was fenced).
 func (m *Manager) ReleaseMember(group, member string) {
