@@ -20,7 +20,7 @@ package protocol
 // read_committed share groups (share.isolation.level) get no aborted
 // transactional records: they are archived as met, as control records
 // are. AcquisitionLockTimeoutMs is share.record.lock.duration.ms. Errors:
-// INVALID_REQUEST (acknowledgements in a new session, a renew with fetch
+// INVALID_REQUEST (a null group id, acknowledgements in a new session, a renew with fetch
 // parameters), SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
 // SHARE_SESSION_LIMIT_REACHED (group.share.max.share.sessions);
 // per partition UNKNOWN_TOPIC_ID, INVALID_RECORD_STATE. Authorization:
@@ -41,8 +41,6 @@ package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ShareFetch.Int16(), 1, 2, handleShareFetch) }
@@ -54,12 +52,10 @@ func handleShareFetch(s *Server, r *Request) (kmsg.Response, error) {
 		resp.ErrorCode = unsupportedVersion
 		return resp, nil
 	}
-	if id, ok := shareGroupIDGiven(req.GroupID); ok {
-		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
-			resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-			resp.ErrorCode = code
-			return resp, nil
-		}
+	if code, msg := s.shareGroupCheck(r, req.GroupID); code != 0 {
+		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp, nil
 	}
 	return s.groups.ShareFetcher().ShareFetch(r.Ctx, req, s.shareTopicsReadable(r)), nil
 }

@@ -180,15 +180,18 @@ func (s *Server) shareTopicsReadable(r *Request) sharefetch.Authorized {
 	return func(id [16]byte) bool { return s.shareTopicReadable(r, id) }
 }
 
-// shareGroupIDGiven is a share fetch's group id when it is one the
-// authorizer can be asked about; an empty one is the fetcher's
-// INVALID_REQUEST, as Kafka checks it first.
-func shareGroupIDGiven(id *string) (string, bool) {
-	if id == nil || *id == "" {
-		return "", false
+// shareGroupCheck is Kafka's first check of a ShareFetch or
+// ShareAcknowledge: a null group id is INVALID_REQUEST, then READ on the
+// group, an empty id included, before the member id is looked at.
+func (s *Server) shareGroupCheck(r *Request, id *string) (int16, *string) {
+	if id == nil {
+		return kerr.InvalidRequest.Code, strPtr(invalidShareGroupIDMessage)
 	}
-	return *id, true
+	return s.groupAuthCode(r, authz.OpRead, *id), nil
 }
+
+// invalidShareGroupIDMessage is Kafka's message for a null group id.
+const invalidShareGroupIDMessage = "Invalid group id in the request."
 
 // authErrMessages are Kafka's Errors.message() of the authorization
 // errors the share offsets APIs answer with a message.

@@ -283,3 +283,32 @@ func TestShareSessionACLRevoked(t *testing.T) {
 		t.Errorf("after revoke: %d topics answered, want 1", n)
 	}
 }
+
+// TestShareGroupIDAuthorized: as Kafka, ShareFetch and ShareAcknowledge
+// refuse a null group id with INVALID_REQUEST, and authorize READ on an
+// empty one (GROUP_AUTHORIZATION_FAILED without it) before the member id.
+func TestShareGroupIDAuthorized(t *testing.T) {
+	a := authz.New(authz.Config{}, nil, func([]partition.ACL) error { return nil })
+	b := startBrokerTuned(t, func(c *Config) { c.Authorizer = a }, nil, func(cfg *coordinator.Config) {
+		cfg.InitialRebalanceDelay = 0
+		cfg.OffsetsTopicPartitions = 3
+	})
+	w := dialWire(t, b.addr)
+	empty, member := "", ""
+	for _, tc := range []struct {
+		group *string
+		code  int16
+	}{{nil, kerr.InvalidRequest.Code}, {&empty, kerr.GroupAuthorizationFailed.Code}} {
+		f := kmsg.NewPtrShareFetchRequest()
+		f.SetVersion(1)
+		f.GroupID, f.MemberID = tc.group, &member
+		fr := w.roundTrip(f).(*kmsg.ShareFetchResponse)
+		ack := kmsg.NewPtrShareAcknowledgeRequest()
+		ack.SetVersion(1)
+		ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = tc.group, &member, 1
+		ar := w.roundTrip(ack).(*kmsg.ShareAcknowledgeResponse)
+		if fr.ErrorCode != tc.code || ar.ErrorCode != tc.code {
+			t.Errorf("group %v: ShareFetch %d, ShareAcknowledge %d, want %d", tc.group, fr.ErrorCode, ar.ErrorCode, tc.code)
+		}
+	}
+}
