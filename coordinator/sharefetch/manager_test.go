@@ -22,15 +22,7 @@ import (
 // another group id leaves no share-partition behind. A partition with
 // state is fetched from.
 func TestShareFetchCreatesNoState(t *testing.T) {
-	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	st, err := partition.Open(partition.Config{Dir: t.TempDir(), Clock: clk, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := st.CreateTopic("t", 1, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, st, tp := storeWithTopic(t)
 	p := newMapPersister()
 	m := NewManager(Config{Persister: p, Store: st, Clock: clk, Settings: func(string) Settings { return testSettings() }})
 	fetch := func(group string) kmsg.ShareFetchResponseTopicPartition {
@@ -119,12 +111,10 @@ func TestShareMemberIDValidated(t *testing.T) {
 	}
 }
 
-// TestTopicsDeletedDropsSharePartitions: after a topic is deleted,
-// TopicsDeleted leaves no share-partition of it in memory; the session's
-// next fetch answers it UNKNOWN_TOPIC_ID (Kafka's answer for a session
-// partition whose topic is gone) without making one again, and the
-// member's leave writes nothing for it.
-func TestTopicsDeletedDropsSharePartitions(t *testing.T) {
+// storeWithTopic is a store on a manual clock holding topic "t" of one
+// partition.
+func storeWithTopic(t *testing.T) (*clock.Manual, *partition.Store, *partition.Topic) {
+	t.Helper()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	st, err := partition.Open(partition.Config{Dir: t.TempDir(), Clock: clk, Logger: zerolog.Nop()})
 	if err != nil {
@@ -134,6 +124,16 @@ func TestTopicsDeletedDropsSharePartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clk, st, tp
+}
+
+// TestTopicsDeletedDropsSharePartitions: after a topic is deleted,
+// TopicsDeleted leaves no share-partition of it in memory; the session's
+// next fetch answers it UNKNOWN_TOPIC_ID (Kafka's answer for a session
+// partition whose topic is gone) without making one again, and the
+// member's leave writes nothing for it.
+func TestTopicsDeletedDropsSharePartitions(t *testing.T) {
+	clk, st, tp := storeWithTopic(t)
 	recs := []recordbatch.Record{{Value: []byte("a")}, {OffsetDelta: 1, Value: []byte("b")}}
 	b, err := recordbatch.Build(recordbatch.BatchSpec{ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch, BaseSequence: recordbatch.NoSequence}, recs)
 	if err != nil {
