@@ -13,11 +13,13 @@ import (
 // forgets the deleted topics' initialized share-partitions (its
 // ShareGroupStatePartitionMetadata is written again) and their share state
 // is deleted; then any state of the deleted topics still held (of groups
-// that no longer have records, say) is deleted too.
+// that no longer have records, say) is deleted too. The share fetcher
+// drops the topics' in-memory share-partitions first.
 func (c *Coordinator) ShareTopicsDeleted(ctx context.Context, ids [][16]byte) {
 	if len(ids) == 0 {
 		return
 	}
+	c.share.TopicsDeleted(ids)
 	deleted := make(map[[16]byte]bool, len(ids))
 	for _, id := range ids {
 		deleted[id] = true

@@ -17,8 +17,6 @@ package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ShareAcknowledge.Int16(), 1, 2, handleShareAcknowledge) }
@@ -30,17 +28,10 @@ func handleShareAcknowledge(s *Server, r *Request) (kmsg.Response, error) {
 		resp.ErrorCode = unsupportedVersion
 		return resp, nil
 	}
-	if id, ok := shareGroupIDGiven(req.GroupID); ok {
-		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
-			resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-			resp.ErrorCode = code
-			return resp, nil
-		}
+	if code, msg := s.shareGroupCheck(r, req.GroupID); code != 0 {
+		resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp, nil
 	}
-	refused := s.refuseShareAcknowledgeTopics(r, req)
-	resp := s.groups.ShareFetcher().ShareAcknowledge(req)
-	if resp.ErrorCode == 0 {
-		resp.Topics = append(resp.Topics, refused...)
-	}
-	return resp, nil
+	return s.groups.ShareFetcher().ShareAcknowledge(req, s.shareTopicsReadable(r)), nil
 }

@@ -20,13 +20,15 @@ package protocol
 // read_committed share groups (share.isolation.level) get no aborted
 // transactional records: they are archived as met, as control records
 // are. AcquisitionLockTimeoutMs is share.record.lock.duration.ms. Errors:
-// INVALID_REQUEST (acknowledgements in a new session, a renew with fetch
+// INVALID_REQUEST (a null group id, acknowledgements in a new session, a renew with fetch
 // parameters), SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
 // SHARE_SESSION_LIMIT_REACHED (group.share.max.share.sessions);
 // per partition UNKNOWN_TOPIC_ID, INVALID_RECORD_STATE. Authorization:
 // READ on the group (GROUP_AUTHORIZATION_FAILED, the whole response), READ
-// on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions and their
-// acknowledgements; such a topic is kept out of the session).
+// on each topic, on every fetch for every partition of the request and of
+// the session (TOPIC_AUTHORIZATION_FAILED for its partitions and their
+// acknowledgements, nothing acquired; a refused requested topic is kept
+// out of the session).
 //
 // Deliberate differences: MaxRecords is cut at the record, not rounded up
 // to the batch (the batches are still sent whole); an incremental
@@ -39,8 +41,6 @@ package protocol
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcompatd/kcompatd/protocol/authz"
 )
 
 func init() { register(kmsg.ShareFetch.Int16(), 1, 2, handleShareFetch) }
@@ -52,17 +52,10 @@ func handleShareFetch(s *Server, r *Request) (kmsg.Response, error) {
 		resp.ErrorCode = unsupportedVersion
 		return resp, nil
 	}
-	if id, ok := shareGroupIDGiven(req.GroupID); ok {
-		if code := s.groupAuthCode(r, authz.OpRead, id); code != 0 {
-			resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-			resp.ErrorCode = code
-			return resp, nil
-		}
+	if code, msg := s.shareGroupCheck(r, req.GroupID); code != 0 {
+		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp, nil
 	}
-	refused := s.refuseShareFetchTopics(r, req)
-	resp := s.groups.ShareFetcher().ShareFetch(r.Ctx, req)
-	if resp.ErrorCode == 0 {
-		resp.Topics = append(resp.Topics, refused...)
-	}
-	return resp, nil
+	return s.groups.ShareFetcher().ShareFetch(r.Ctx, req, s.shareTopicsReadable(r)), nil
 }

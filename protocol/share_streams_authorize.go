@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/coordinator/sharefetch"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
@@ -170,63 +171,27 @@ func splitAuthorized[T, R any](topics []T, ok func(T) bool, refuse func(T) R) ([
 	return kept, refused
 }
 
-// refuseShareFetchTopics takes out of req the topics r may not READ and
-// returns them with TOPIC_AUTHORIZATION_FAILED for each partition (and for
-// its acknowledgements), for the response.
-func (s *Server) refuseShareFetchTopics(r *Request, req *kmsg.ShareFetchRequest) []kmsg.ShareFetchResponseTopic {
+// shareTopicsReadable is the share fetcher's READ check for r, asked on
+// every request for every partition; nil without an authorizer.
+func (s *Server) shareTopicsReadable(r *Request) sharefetch.Authorized {
 	if s.cfg.Authorizer == nil {
 		return nil
 	}
-	var refused []kmsg.ShareFetchResponseTopic
-	req.Topics, refused = splitAuthorized(req.Topics,
-		func(t kmsg.ShareFetchRequestTopic) bool { return s.shareTopicReadable(r, t.TopicID) },
-		func(t kmsg.ShareFetchRequestTopic) kmsg.ShareFetchResponseTopic {
-			rt := kmsg.NewShareFetchResponseTopic()
-			rt.TopicID = t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewShareFetchResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-				if len(p.AcknowledgementBatches) > 0 {
-					rp.AcknowledgeErrorCode = kerr.TopicAuthorizationFailed.Code
-				}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			return rt
-		})
-	return refused
+	return func(id [16]byte) bool { return s.shareTopicReadable(r, id) }
 }
 
-// refuseShareAcknowledgeTopics is refuseShareFetchTopics for
-// ShareAcknowledge.
-func (s *Server) refuseShareAcknowledgeTopics(r *Request, req *kmsg.ShareAcknowledgeRequest) []kmsg.ShareAcknowledgeResponseTopic {
-	if s.cfg.Authorizer == nil {
-		return nil
+// shareGroupCheck is Kafka's first check of a ShareFetch or
+// ShareAcknowledge: a null group id is INVALID_REQUEST, then READ on the
+// group, an empty id included, before the member id is looked at.
+func (s *Server) shareGroupCheck(r *Request, id *string) (int16, *string) {
+	if id == nil {
+		return kerr.InvalidRequest.Code, strPtr(invalidShareGroupIDMessage)
 	}
-	var refused []kmsg.ShareAcknowledgeResponseTopic
-	req.Topics, refused = splitAuthorized(req.Topics,
-		func(t kmsg.ShareAcknowledgeRequestTopic) bool { return s.shareTopicReadable(r, t.TopicID) },
-		func(t kmsg.ShareAcknowledgeRequestTopic) kmsg.ShareAcknowledgeResponseTopic {
-			rt := kmsg.NewShareAcknowledgeResponseTopic()
-			rt.TopicID = t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			return rt
-		})
-	return refused
+	return s.groupAuthCode(r, authz.OpRead, *id), nil
 }
 
-// shareGroupIDGiven is a share fetch's group id when it is one the
-// authorizer can be asked about; an empty one is the fetcher's
-// INVALID_REQUEST, as Kafka checks it first.
-func shareGroupIDGiven(id *string) (string, bool) {
-	if id == nil || *id == "" {
-		return "", false
-	}
-	return *id, true
-}
+// invalidShareGroupIDMessage is Kafka's message for a null group id.
+const invalidShareGroupIDMessage = "Invalid group id in the request."
 
 // authErrMessages are Kafka's Errors.message() of the authorization
 // errors the share offsets APIs answer with a message.

@@ -216,3 +216,99 @@ func TestStreamsInternalTopicsCreatedWithCreate(t *testing.T) {
 		t.Errorf("changelog not created with CREATE on it: %+v", resp.Status)
 	}
 }
+
+// TestShareSessionACLRevoked: READ on a session's topic taken away stops
+// the session fetching it at its next fetch, which names no topic:
+// TOPIC_AUTHORIZATION_FAILED, nothing acquired (Kafka checks the session's
+// partitions on every fetch).
+func TestShareSessionACLRevoked(t *testing.T) {
+	acls := []partition.ACL{
+		allow(authz.ResourceGroup, "sg-ok", authz.PatternLiteral, authz.OpRead),
+		allow(authz.ResourceTopic, "ok", authz.PatternLiteral, authz.OpRead),
+	}
+	a := authz.New(authz.Config{}, acls, func([]partition.ACL) error { return nil })
+	b := startBrokerTuned(t, func(c *Config) { c.Authorizer = a }, nil, func(cfg *coordinator.Config) {
+		cfg.InitialRebalanceDelay = 0
+		cfg.OffsetsTopicPartitions = 3
+	})
+	w := dialWire(t, b.addr)
+	ok := b.createTopic(t, "ok", 1, nil)
+	member := "m1-aaaaaaaaaaaaaaaaaa"
+	for i := 0; i < 3; i++ {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.GroupID, req.MemberID, req.SubscribedTopicNames = "sg-ok", member, []string{"ok"}
+		if i > 0 {
+			req.MemberEpoch = 1
+			req.SubscribedTopicNames = nil
+		}
+		r := w.roundTrip(req).(*kmsg.ShareGroupHeartbeatResponse)
+		t.Logf("hb %d: code %d epoch %d", i, r.ErrorCode, r.MemberEpoch)
+	}
+	b.appendN(t, "ok", 0, 5)
+	fetch := func(epoch int32, withTopic bool) *kmsg.ShareFetchResponse {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.SetVersion(1)
+		g := "sg-ok"
+		req.GroupID, req.MemberID, req.MaxBytes, req.MaxRecords, req.BatchSize = &g, &member, 1<<20, 2, 2
+		req.ShareSessionEpoch = epoch
+		if withTopic {
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: ok.ID, Partitions: []kmsg.ShareFetchRequestTopicPartition{rp}}}
+		}
+		return w.roundTrip(req).(*kmsg.ShareFetchResponse)
+	}
+	r := fetch(0, true)
+	for _, tp := range r.Topics {
+		for _, p := range tp.Partitions {
+			t.Logf("fetch0: code %d acquired %d bytes %d", p.ErrorCode, len(p.AcquiredRecords), len(p.Records))
+		}
+	}
+	rt := int8(authz.ResourceTopic)
+	if _, err := a.Delete([]authz.Filter{{ResourceType: rt, PatternType: authz.PatternAny, Operation: authz.OpAny, Permission: authz.PermissionAllow}}); err != nil {
+		t.Fatal(err)
+	}
+	r = fetch(1, false)
+	t.Logf("fetch1 top code %d", r.ErrorCode)
+	for _, tp := range r.Topics {
+		for _, p := range tp.Partitions {
+			t.Logf("fetch1 after revoke: code %d acquired %d bytes %d", p.ErrorCode, len(p.AcquiredRecords), len(p.Records))
+			if p.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(p.AcquiredRecords) > 0 {
+				t.Errorf("after READ was revoked: code %d, %d acquired ranges; want TOPIC_AUTHORIZATION_FAILED, none", p.ErrorCode, len(p.AcquiredRecords))
+			}
+		}
+	}
+	if n := len(r.Topics); n != 1 {
+		t.Errorf("after revoke: %d topics answered, want 1", n)
+	}
+}
+
+// TestShareGroupIDAuthorized: as Kafka, ShareFetch and ShareAcknowledge
+// refuse a null group id with INVALID_REQUEST, and authorize READ on an
+// empty one (GROUP_AUTHORIZATION_FAILED without it) before the member id.
+func TestShareGroupIDAuthorized(t *testing.T) {
+	a := authz.New(authz.Config{}, nil, func([]partition.ACL) error { return nil })
+	b := startBrokerTuned(t, func(c *Config) { c.Authorizer = a }, nil, func(cfg *coordinator.Config) {
+		cfg.InitialRebalanceDelay = 0
+		cfg.OffsetsTopicPartitions = 3
+	})
+	w := dialWire(t, b.addr)
+	empty, member := "", ""
+	for _, tc := range []struct {
+		group *string
+		code  int16
+	}{{nil, kerr.InvalidRequest.Code}, {&empty, kerr.GroupAuthorizationFailed.Code}} {
+		f := kmsg.NewPtrShareFetchRequest()
+		f.SetVersion(1)
+		f.GroupID, f.MemberID = tc.group, &member
+		fr := w.roundTrip(f).(*kmsg.ShareFetchResponse)
+		ack := kmsg.NewPtrShareAcknowledgeRequest()
+		ack.SetVersion(1)
+		ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = tc.group, &member, 1
+		ar := w.roundTrip(ack).(*kmsg.ShareAcknowledgeResponse)
+		if fr.ErrorCode != tc.code || ar.ErrorCode != tc.code {
+			t.Errorf("group %v: ShareFetch %d, ShareAcknowledge %d, want %d", tc.group, fr.ErrorCode, ar.ErrorCode, tc.code)
+		}
+	}
+}

@@ -143,6 +143,25 @@ func (m *Manager) Forget(group string) {
 	}
 }
 
+// TopicsDeleted drops the share-partitions of the deleted topics (as
+// Kafka's share-partition listener on partition deletion), so their
+// in-flight windows are not kept, fetched past or released on a member's
+// leave. Sessions keep naming them: a fetch answers UNKNOWN_TOPIC_ID for
+// such a partition (Kafka's answer) until the client forgets it.
+func (m *Manager) TopicsDeleted(ids [][16]byte) {
+	deleted := make(map[[16]byte]bool, len(ids))
+	for _, id := range ids {
+		deleted[id] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.parts {
+		if deleted[k.TopicID] {
+			delete(m.parts, k)
+		}
+	}
+}
+
 // ReleaseMember releases what member holds in group's share-partitions
 // and closes its session (it left the group or was fenced).
 func (m *Manager) ReleaseMember(group, member string) {
@@ -291,10 +310,22 @@ func (m *Manager) acknowledge(group, member string, tp tidp, batches []AckBatch,
 	return code
 }
 
+// Authorized reports whether the requester may READ the topic of id; nil
+// allows every topic. It is asked on every request, for every partition
+// of the session and of the request (Kafka's filterByAuthorized over
+// getErroneousAndValidTopicIdPartitions), so READ taken away stops a
+// session at its next fetch.
+type Authorized func(topicID [16]byte) bool
+
+func (a Authorized) ok(id [16]byte) bool { return a == nil || a(id) }
+
 // ShareFetch serves a ShareFetch: the session's epoch rules, the
 // piggybacked acknowledgements, then records acquired for the member
 // from the session's partitions, waiting up to MaxWait for some.
-func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+// Partitions of topics authorized refuses are answered
+// TOPIC_AUTHORIZATION_FAILED (requested ones are not added to the
+// session) and neither acknowledged nor acquired from.
+func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest, authorized Authorized) *kmsg.ShareFetchResponse {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	fail := func(code int16) *kmsg.ShareFetchResponse {
 		resp.ErrorCode = code
@@ -313,7 +344,9 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	hasAcks := false
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			add = append(add, tidp{t.TopicID, p.Partition})
+			if authorized.ok(t.TopicID) {
+				add = append(add, tidp{t.TopicID, p.Partition})
+			}
 			hasAcks = hasAcks || len(p.AcknowledgementBatches) > 0
 		}
 	}
@@ -349,6 +382,13 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 		for _, p := range t.Partitions {
 			tp := tidp{t.TopicID, p.Partition}
 			rp := out.part(tp)
+			if !authorized.ok(t.TopicID) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				if len(p.AcknowledgementBatches) > 0 {
+					rp.AcknowledgeErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+				continue
+			}
 			if len(p.AcknowledgementBatches) > 0 {
 				rp.AcknowledgeErrorCode = m.acknowledge(group, member, tp, fetchAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
 			}
@@ -363,7 +403,14 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest) *
 	if req.IsRenewAck {
 		return out.finish()
 	}
-	parts := m.sessionParts(sess)
+	var parts []tidp
+	for _, tp := range m.sessionParts(sess) {
+		if authorized.ok(tp.topic) {
+			parts = append(parts, tp)
+		} else {
+			out.part(tp).ErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
+	}
 	m.fetchInto(ctx, out, group, member, parts, req, settings)
 	return out.finish()
 }
@@ -513,8 +560,9 @@ func (m *Manager) fetchInto(ctx context.Context, out *fetchResponse, group, memb
 }
 
 // ShareAcknowledge serves a ShareAcknowledge: the session's epoch rules
-// (epoch 0 is not allowed), then each partition's acknowledgements.
-func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+// (epoch 0 is not allowed), then each partition's acknowledgements (those
+// of topics authorized refuses answered TOPIC_AUTHORIZATION_FAILED).
+func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest, authorized Authorized) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
 		resp.ErrorCode = code
@@ -552,7 +600,11 @@ func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Shar
 			}
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = m.acknowledge(group, member, tp, ackAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
+			if authorized.ok(t.TopicID) {
+				rp.ErrorCode = m.acknowledge(group, member, tp, ackAcks(p.AcknowledgementBatches), req.IsRenewAck, settings)
+			} else {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 			rp.CurrentLeader.LeaderID = m.cfg.NodeID
 			if log, code := m.topicLog(tp); code == 0 {
 				rp.CurrentLeader.LeaderEpoch = log.LeaderEpoch()
