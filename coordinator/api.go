@@ -319,6 +319,26 @@ func (c *Coordinator) FetchOffsetsStable(ctx context.Context, groupID string, to
 	return out, 0
 }
 
+// describeError is the error of describing groupID as a kind ("consumer",
+// "share", "streams") group, as Kafka's describe APIs answer:
+// COORDINATOR_NOT_AVAILABLE once closed, GROUP_ID_NOT_FOUND with Kafka's
+// message for a group we do not have (found false) or one of another kind
+// (ofKind false); 0 when it was described.
+func (c *Coordinator) describeError(groupID, kind string, found, ofKind bool) (int16, *string) {
+	var msg string
+	switch {
+	case !found && c.isClosed():
+		return kerr.CoordinatorNotAvailable.Code, nil
+	case !found:
+		msg = "Group " + groupID + " not found."
+	case !ofKind:
+		msg = "Group " + groupID + " is not a " + kind + " group."
+	default:
+		return 0, nil
+	}
+	return kerr.GroupIDNotFound.Code, &msg
+}
+
 // DescribeGroup describes one group; found is false for a group we do not
 // have.
 func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string, version int16) (kmsg.DescribeGroupsResponseGroup, bool) {

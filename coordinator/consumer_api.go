@@ -116,11 +116,6 @@ func newUUIDString() string {
 // GROUP_ID_NOT_FOUND for a group we do not have or a classic one.
 func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, groupID string, version int16) kmsg.ConsumerGroupDescribeResponseGroup {
 	d := kmsg.ConsumerGroupDescribeResponseGroup{Group: groupID, AuthorizedOperations: -2147483648}
-	notFound := func(msg string) kmsg.ConsumerGroupDescribeResponseGroup {
-		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
-		d.State = "Dead"
-		return d
-	}
 	if c.cfg.DisableConsumerProtocol {
 		d.ErrorCode = kerr.UnsupportedVersion.Code
 		return d
@@ -131,15 +126,11 @@ func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, groupID string,
 		}
 		d = g.describeConsumer(version)
 	})
-	if !found {
-		if c.isClosed() {
-			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return d
+	if code, msg := c.describeError(groupID, "consumer", found, d.State != ""); code != 0 {
+		d.ErrorCode, d.ErrorMessage = code, msg
+		if code == kerr.GroupIDNotFound.Code {
+			d.State = "Dead"
 		}
-		return notFound("Group " + groupID + " not found.")
-	}
-	if d.State == "" {
-		return notFound("Group " + groupID + " is not a consumer group.")
 	}
 	return d
 }

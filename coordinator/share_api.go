@@ -76,11 +76,6 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 func (c *Coordinator) ShareGroupDescribe(ctx context.Context, groupID string) kmsg.ShareGroupDescribeResponseGroup {
 	d := kmsg.NewShareGroupDescribeResponseGroup()
 	d.GroupID, d.AuthorizedOperations = groupID, -2147483648
-	notFound := func(msg string) kmsg.ShareGroupDescribeResponseGroup {
-		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
-		d.Members = []kmsg.ShareGroupDescribeResponseGroupMember{}
-		return d
-	}
 	isShare := false
 	found := c.onGroup(ctx, groupID, false, func(g *group) {
 		if g.sg == nil || g.state == stateDead {
@@ -89,15 +84,11 @@ func (c *Coordinator) ShareGroupDescribe(ctx context.Context, groupID string) km
 		isShare = true
 		d = g.describeShare()
 	})
-	if !found {
-		if c.isClosed() {
-			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return d
+	if code, msg := c.describeError(groupID, "share", found, isShare); code != 0 {
+		d.ErrorCode, d.ErrorMessage = code, msg
+		if code == kerr.GroupIDNotFound.Code {
+			d.Members = []kmsg.ShareGroupDescribeResponseGroupMember{}
 		}
-		return notFound("Group " + groupID + " not found.")
-	}
-	if !isShare {
-		return notFound("Group " + groupID + " is not a share group.")
 	}
 	return d
 }

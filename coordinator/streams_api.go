@@ -123,19 +123,8 @@ func (c *Coordinator) StreamsGroupDescribe(ctx context.Context, groupID string) 
 		}
 		d = g.describeStreams()
 	})
-	notFound := func(msg string) kmsg.StreamsGroupDescribeResponseGroup {
-		d.ErrorCode, d.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
-		return d
-	}
-	if !found {
-		if c.isClosed() {
-			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return d
-		}
-		return notFound("Group " + groupID + " not found.")
-	}
-	if d.State == "" {
-		return notFound("Group " + groupID + " is not a streams group.")
+	if code, msg := c.describeError(groupID, "streams", found, d.State != ""); code != 0 {
+		d.ErrorCode, d.ErrorMessage = code, msg
 	}
 	return d
 }

@@ -122,17 +122,13 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 			}
 		}
 	}
-	if transactional && req.TransactionID == nil {
+	// Transactional batches without a transactional id, or one the
+	// principal may not WRITE, fail the whole request.
+	if (transactional && req.TransactionID == nil) || (req.TransactionID != nil && !s.authorizeTxnID(r, authz.OpWrite, *req.TransactionID)) {
 		if req.Acks == 0 {
 			// Kafka's ProduceRequest.getErrorResponse is null for acks=0:
 			// the connection is closed instead of answered.
-			return nil, errors.New("transactional produce without a transactional id, acks=0")
-		}
-		return produceErrorResponse(req, resp, kerr.TransactionalIDAuthorizationFailed.Code), nil
-	}
-	if req.TransactionID != nil && !s.authorizeTxnID(r, authz.OpWrite, *req.TransactionID) {
-		if req.Acks == 0 {
-			return nil, errors.New("transactional produce not authorized, acks=0")
+			return nil, errors.New("transactional produce refused (no transactional id, or not authorized), acks=0")
 		}
 		return produceErrorResponse(req, resp, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
