@@ -9,10 +9,12 @@ package protocol
 // a cluster of it is formatted with), within what kcompatd implements.
 //
 // A change through UpdateFeatures is written to the data dir
-// (partition.FeatureLevelsFile, one "name=level" line per feature, where
-// Kafka writes FeatureLevelRecords to its metadata log) before it takes
-// effect, and read back at start; a saved level outside what the
-// (capped) broker supports is ignored.
+// (partition.FeatureLevelsFile, one "name=level" line per feature and an
+// "epoch=N" line, where Kafka writes FeatureLevelRecords to its metadata
+// log) before it takes effect, and read back at start; a saved level
+// outside what the (capped) broker supports is ignored, and a start that
+// finalizes other levels than the saved ones takes and saves the next
+// epoch.
 
 import (
 	"bytes"
