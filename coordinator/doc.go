@@ -156,8 +156,9 @@
 // (an older epoch for partitions of active tasks held since then) follow
 // the consumer group rules above. Its records (types 17-23,
 // streams_records.go) make a restart resume every member. The group-level
-// streams.* configs come from streamsGroupConfig, for now the broker's
-// group.streams.* defaults.
+// streams.* configs come from streamsGroupConfig: the group's streams.*
+// configs (the GROUP config resource), else the broker's group.streams.*
+// defaults.
 //
 // # Persistence
 //

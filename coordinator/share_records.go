@@ -48,10 +48,6 @@ const (
 	recShareGroupStatePartition = 15
 )
 
-func isShareRecord(typ uint16) bool {
-	return typ >= recShareGroupMemberMetadata && typ <= recShareGroupStatePartition
-}
-
 func shareMemberKeyed(typ uint16) bool {
 	return typ == recShareGroupMemberMetadata || typ == recShareGroupTargetMember || typ == recShareGroupCurrentMember
 }

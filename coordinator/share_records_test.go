@@ -213,3 +213,8 @@ func TestSimpleShareAssign(t *testing.T) {
 		t.Fatalf("unknown topic: %v", a)
 	}
 }
+
+// isShareRecord reports whether typ is one of the share group record types.
+func isShareRecord(typ uint16) bool {
+	return typ >= recShareGroupMemberMetadata && typ <= recShareGroupStatePartition
+}

@@ -50,10 +50,6 @@ const (
 	recStreamsGroupTopology       = 23
 )
 
-func isStreamsRecord(typ uint16) bool {
-	return typ >= recStreamsGroupMetadata && typ <= recStreamsGroupTopology
-}
-
 func (w *recWriter) i64(v int64) { w.b = binary.BigEndian.AppendUint64(w.b, uint64(v)) }
 
 // tagged appends tagged fields in tag order; nil bodies are left out.

@@ -12,8 +12,10 @@ package protocol
 //     (transaction.state.log.num.partitions partitions,
 //     cleanup.policy=compact), as Kafka does; if that fails the key gets
 //     COORDINATOR_NOT_AVAILABLE.
-//   - Key type 2 (share, v6+) and unknown types: INVALID_REQUEST (share
-//     groups are not served).
+//   - Key type 2 (share, v6+) and unknown types: INVALID_REQUEST. Kafka
+//     answers key type 2 ("group:topicId:partition", which its brokers
+//     send to find the share coordinator; clients do not) with the
+//     __share_group_state partition's leader: not done here.
 //
 // Version notes:
 //   - v1: KeyType, ErrorMessage, throttle

@@ -620,11 +620,10 @@ func (m *Manager) ShareAcknowledge(req *kmsg.ShareAcknowledgeRequest, authorized
 
 // fetchResponse builds a ShareFetch response's topics in request order.
 type fetchResponse struct {
-	resp   *kmsg.ShareFetchResponse
-	node   int32
-	parts  map[tidp]*kmsg.ShareFetchResponseTopicPartition
-	order  []tidp
-	topics map[[16]byte]bool
+	resp  *kmsg.ShareFetchResponse
+	node  int32
+	parts map[tidp]*kmsg.ShareFetchResponseTopicPartition
+	order []tidp
 }
 
 func newFetchResponse(resp *kmsg.ShareFetchResponse, node int32) *fetchResponse {
