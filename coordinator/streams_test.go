@@ -567,30 +567,42 @@ func TestStreamsRecordsKafkaGolden(t *testing.T) {
 		if err := decodeStreamsRecord(sg, typ, memberID, val); err != nil {
 			t.Fatalf("type %d: %v", typ, err)
 		}
-		var got []byte
-		switch typ {
-		case recStreamsGroupMetadata:
-			got = streamsMetadataValue(sg)
-		case recStreamsGroupMemberMetadata:
-			got = streamsMemberValue(sg.members[memberID])
-		case recStreamsGroupCurrentMember:
-			got = streamsCurrentValue(sg.members[memberID])
-		case recStreamsGroupTargetMember:
-			got = streamsTargetMemberValue(sg.target[memberID])
-		case recStreamsGroupTargetMetadata:
-			ms := int64(binary.BigEndian.Uint64(val[len(val)-8:]))
-			got = streamsTargetMetadataValue(sg.assignmentEpoch, time.UnixMilli(ms))
-		case recStreamsGroupTopology:
-			got = streamsTopologyValue(sg.topology)
+		var ms int64
+		if typ == recStreamsGroupTargetMetadata {
+			ms = int64(binary.BigEndian.Uint64(val[len(val)-8:]))
 		}
-		if string(got) != string(val) {
+		if got, _ := encodeStreamsRecord(sg, typ, memberID, ms); string(got) != string(val) {
 			t.Errorf("type %d value\n got %x\nwant %x", typ, got, val)
 		}
 	}
 }
 
+// encodeStreamsRecord is the value of the record of type typ as the
+// coordinator writes it from sg (memberID's for member records; the
+// target metadata's assignment time at ms, which decoding drops); false
+// for a type with no value of its own.
+func encodeStreamsRecord(sg *streamsGroup, typ uint16, memberID string, ms int64) ([]byte, bool) {
+	switch typ {
+	case recStreamsGroupMetadata:
+		return streamsMetadataValue(sg), true
+	case recStreamsGroupMemberMetadata:
+		return streamsMemberValue(sg.members[memberID]), true
+	case recStreamsGroupCurrentMember:
+		return streamsCurrentValue(sg.members[memberID]), true
+	case recStreamsGroupTargetMember:
+		return streamsTargetMemberValue(sg.target[memberID]), true
+	case recStreamsGroupTargetMetadata:
+		return streamsTargetMetadataValue(sg.assignmentEpoch, time.UnixMilli(ms)), true
+	case recStreamsGroupTopology:
+		return streamsTopologyValue(sg.topology), true
+	}
+	return nil, false
+}
+
 // FuzzStreamsRecords: any bytes as any streams record value decode to an
-// error or a state, never a panic, and a decoded value encodes again.
+// error or a state, never a panic; a decoded value encodes again, and
+// that encoding decodes and encodes to the same bytes (what the
+// coordinator writes it reads back as it was).
 func FuzzStreamsRecords(f *testing.F) {
 	for _, r := range kafkaStreamsRecords(f) {
 		key, _ := hex.DecodeString(r[1])
@@ -598,17 +610,21 @@ func FuzzStreamsRecords(f *testing.F) {
 		f.Add(binary.BigEndian.Uint16(key), val)
 	}
 	f.Fuzz(func(t *testing.T, typ uint16, value []byte) {
+		typ = recStreamsGroupMetadata + typ%7
 		sg := newStreamsGroup()
-		if err := decodeStreamsRecord(sg, recStreamsGroupMetadata+typ%7, "m", value); err != nil {
+		if err := decodeStreamsRecord(sg, typ, "m", value); err != nil {
 			return
 		}
-		_ = streamsMetadataValue(sg)
-		if m := sg.members["m"]; m != nil {
-			_ = streamsMemberValue(m)
-			_ = streamsCurrentValue(m)
+		first, ok := encodeStreamsRecord(sg, typ, "m", 1_700_000_000_000)
+		if !ok {
+			return
 		}
-		if sg.topology != nil {
-			_ = streamsTopologyValue(sg.topology)
+		again := newStreamsGroup()
+		if err := decodeStreamsRecord(again, typ, "m", first); err != nil {
+			t.Fatalf("type %d: the re-encoded value %x does not decode: %v", typ, first, err)
+		}
+		if second, _ := encodeStreamsRecord(again, typ, "m", 1_700_000_000_000); string(second) != string(first) {
+			t.Fatalf("type %d: round trip changed the value\n first %x\nsecond %x", typ, first, second)
 		}
 	})
 }
