@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"strings"
@@ -421,11 +422,13 @@ func TestStreamsTasksMoveNeverOwnedTwice(t *testing.T) {
 			for range 12 {
 				cs[rng.Intn(2)].heartbeat()
 				checkNeverOwnedTwice(t, cs)
+				checkActiveOwnerIndex(t, e, "g")
 			}
 			for range 3 {
 				a.heartbeat()
 				b.heartbeat()
 				checkNeverOwnedTwice(t, cs)
+				checkActiveOwnerIndex(t, e, "g")
 			}
 			if len(a.owned.active) != 4 || len(b.owned.active) != 4 {
 				t.Fatalf("split %v / %v", a.owned.active, b.owned.active)
@@ -440,7 +443,44 @@ func TestStreamsTasksMoveNeverOwnedTwice(t *testing.T) {
 			if len(a.owned.active) != 8 || !kept.subsetOf(a.owned.active) {
 				t.Fatalf("after leave a owns %v", a.owned.active)
 			}
+			checkActiveOwnerIndex(t, e, "g")
 		})
+	}
+}
+
+// checkActiveOwnerIndex: the group's activeOwner index (Kafka's
+// StreamsGroup keeps the same, currentActiveTaskToProcessId) is what the
+// members' assigned and pending-revocation active tasks say.
+func checkActiveOwnerIndex(t *testing.T, e *env, groupID string) {
+	t.Helper()
+	g := e.c.lookup(groupID, false)
+	if g == nil {
+		t.Fatalf("group %q not found", groupID)
+	}
+	var problem string
+	ran := g.do(context.Background(), func() {
+		sg := g.stg
+		if sg == nil {
+			problem = "not a streams group"
+			return
+		}
+		want := map[taskID]string{}
+		for id, m := range sg.members {
+			for _, ts := range []taskSet{m.assigned.active, m.pendingRevocation.active} {
+				for task := range ts {
+					if o, dup := want[task]; dup && o != id {
+						problem = fmt.Sprintf("task %v active in %s and %s", task, o, id)
+					}
+					want[task] = id
+				}
+			}
+		}
+		if problem == "" && !maps.Equal(want, sg.activeOwner) {
+			problem = fmt.Sprintf("activeOwner %v, the members say %v", sg.activeOwner, want)
+		}
+	})
+	if !ran || problem != "" {
+		t.Fatalf("active owner index (ran %v): %s", ran, problem)
 	}
 }
 
@@ -469,6 +509,7 @@ func TestStreamsSessionTimeoutMovesTasks(t *testing.T) {
 	if resp := b.send(b.request()); resp.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("expired member: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
+	checkActiveOwnerIndex(t, e, "g")
 }
 
 // TestStreamsGroupResumesAfterRestart: the records bring every member
@@ -491,6 +532,7 @@ func TestStreamsGroupResumesAfterRestart(t *testing.T) {
 	if fmt.Sprint(before) != fmt.Sprint(after) || fmt.Sprint(bt) != fmt.Sprint(at) {
 		t.Fatalf("before %+v\nafter  %+v", before, after)
 	}
+	checkActiveOwnerIndex(t, e, "g") // rebuilt by the load
 	ea := a.epoch
 	a.heartbeat()
 	if a.epoch != ea || len(a.owned.active) != 2 {
