@@ -37,7 +37,9 @@ func (c *Coordinator) onGroup(ctx context.Context, id string, create bool, f fun
 			return false
 		}
 		done := make(chan struct{})
-		if !g.do(ctx, func() { f(g); close(done) }) {
+		// Published before the answer, so a ListGroups sent after it
+		// sees what it did (the goroutine publishes again after f).
+		if !g.do(ctx, func() { f(g); g.publish(); close(done) }) {
 			continue // the group went Dead under us: follow its replacement
 		}
 		<-done

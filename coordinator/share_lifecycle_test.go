@@ -241,8 +241,8 @@ func TestShareGroupDeleteAfterTopicDeleted(t *testing.T) {
 	if len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || resp.Topics[1].ErrorCode != 0 {
 		t.Fatalf("DeleteShareGroupOffsets topics: %+v", resp.Topics)
 	}
-	if _, found, _ := e.c.persister.Read(sharestate.Key{GroupID: "sg", TopicID: keep.ID}, 0); found {
-		t.Fatal("keep's share state not deleted")
+	if _, found, err := e.c.persister.Read(sharestate.Key{GroupID: "sg", TopicID: keep.ID}, 0); err != nil || found {
+		t.Fatalf("keep's share state after DeleteShareGroupOffsets: found %v, %v; want not found", found, err)
 	}
 	expectCode(t, "DeleteGroups", e.c.DeleteGroup(ctx, "sg"), nil)
 	expectCode(t, "describe", e.c.ShareGroupDescribe(ctx, "sg").ErrorCode, kerr.GroupIDNotFound)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"strings"
@@ -421,11 +422,13 @@ func TestStreamsTasksMoveNeverOwnedTwice(t *testing.T) {
 			for range 12 {
 				cs[rng.Intn(2)].heartbeat()
 				checkNeverOwnedTwice(t, cs)
+				checkActiveOwnerIndex(t, e, "g")
 			}
 			for range 3 {
 				a.heartbeat()
 				b.heartbeat()
 				checkNeverOwnedTwice(t, cs)
+				checkActiveOwnerIndex(t, e, "g")
 			}
 			if len(a.owned.active) != 4 || len(b.owned.active) != 4 {
 				t.Fatalf("split %v / %v", a.owned.active, b.owned.active)
@@ -440,7 +443,44 @@ func TestStreamsTasksMoveNeverOwnedTwice(t *testing.T) {
 			if len(a.owned.active) != 8 || !kept.subsetOf(a.owned.active) {
 				t.Fatalf("after leave a owns %v", a.owned.active)
 			}
+			checkActiveOwnerIndex(t, e, "g")
 		})
+	}
+}
+
+// checkActiveOwnerIndex: the group's activeOwner index (Kafka's
+// StreamsGroup keeps the same, currentActiveTaskToProcessId) is what the
+// members' assigned and pending-revocation active tasks say.
+func checkActiveOwnerIndex(t *testing.T, e *env, groupID string) {
+	t.Helper()
+	g := e.c.lookup(groupID, false)
+	if g == nil {
+		t.Fatalf("group %q not found", groupID)
+	}
+	var problem string
+	ran := g.do(context.Background(), func() {
+		sg := g.stg
+		if sg == nil {
+			problem = "not a streams group"
+			return
+		}
+		want := map[taskID]string{}
+		for id, m := range sg.members {
+			for _, ts := range []taskSet{m.assigned.active, m.pendingRevocation.active} {
+				for task := range ts {
+					if o, dup := want[task]; dup && o != id {
+						problem = fmt.Sprintf("task %v active in %s and %s", task, o, id)
+					}
+					want[task] = id
+				}
+			}
+		}
+		if problem == "" && !maps.Equal(want, sg.activeOwner) {
+			problem = fmt.Sprintf("activeOwner %v, the members say %v", sg.activeOwner, want)
+		}
+	})
+	if !ran || problem != "" {
+		t.Fatalf("active owner index (ran %v): %s", ran, problem)
 	}
 }
 
@@ -469,6 +509,7 @@ func TestStreamsSessionTimeoutMovesTasks(t *testing.T) {
 	if resp := b.send(b.request()); resp.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("expired member: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
+	checkActiveOwnerIndex(t, e, "g")
 }
 
 // TestStreamsGroupResumesAfterRestart: the records bring every member
@@ -491,6 +532,7 @@ func TestStreamsGroupResumesAfterRestart(t *testing.T) {
 	if fmt.Sprint(before) != fmt.Sprint(after) || fmt.Sprint(bt) != fmt.Sprint(at) {
 		t.Fatalf("before %+v\nafter  %+v", before, after)
 	}
+	checkActiveOwnerIndex(t, e, "g") // rebuilt by the load
 	ea := a.epoch
 	a.heartbeat()
 	if a.epoch != ea || len(a.owned.active) != 2 {
@@ -567,30 +609,42 @@ func TestStreamsRecordsKafkaGolden(t *testing.T) {
 		if err := decodeStreamsRecord(sg, typ, memberID, val); err != nil {
 			t.Fatalf("type %d: %v", typ, err)
 		}
-		var got []byte
-		switch typ {
-		case recStreamsGroupMetadata:
-			got = streamsMetadataValue(sg)
-		case recStreamsGroupMemberMetadata:
-			got = streamsMemberValue(sg.members[memberID])
-		case recStreamsGroupCurrentMember:
-			got = streamsCurrentValue(sg.members[memberID])
-		case recStreamsGroupTargetMember:
-			got = streamsTargetMemberValue(sg.target[memberID])
-		case recStreamsGroupTargetMetadata:
-			ms := int64(binary.BigEndian.Uint64(val[len(val)-8:]))
-			got = streamsTargetMetadataValue(sg.assignmentEpoch, time.UnixMilli(ms))
-		case recStreamsGroupTopology:
-			got = streamsTopologyValue(sg.topology)
+		var ms int64
+		if typ == recStreamsGroupTargetMetadata {
+			ms = int64(binary.BigEndian.Uint64(val[len(val)-8:]))
 		}
-		if string(got) != string(val) {
+		if got, _ := encodeStreamsRecord(sg, typ, memberID, ms); string(got) != string(val) {
 			t.Errorf("type %d value\n got %x\nwant %x", typ, got, val)
 		}
 	}
 }
 
+// encodeStreamsRecord is the value of the record of type typ as the
+// coordinator writes it from sg (memberID's for member records; the
+// target metadata's assignment time at ms, which decoding drops); false
+// for a type with no value of its own.
+func encodeStreamsRecord(sg *streamsGroup, typ uint16, memberID string, ms int64) ([]byte, bool) {
+	switch typ {
+	case recStreamsGroupMetadata:
+		return streamsMetadataValue(sg), true
+	case recStreamsGroupMemberMetadata:
+		return streamsMemberValue(sg.members[memberID]), true
+	case recStreamsGroupCurrentMember:
+		return streamsCurrentValue(sg.members[memberID]), true
+	case recStreamsGroupTargetMember:
+		return streamsTargetMemberValue(sg.target[memberID]), true
+	case recStreamsGroupTargetMetadata:
+		return streamsTargetMetadataValue(sg.assignmentEpoch, time.UnixMilli(ms)), true
+	case recStreamsGroupTopology:
+		return streamsTopologyValue(sg.topology), true
+	}
+	return nil, false
+}
+
 // FuzzStreamsRecords: any bytes as any streams record value decode to an
-// error or a state, never a panic, and a decoded value encodes again.
+// error or a state, never a panic; a decoded value encodes again, and
+// that encoding decodes and encodes to the same bytes (what the
+// coordinator writes it reads back as it was).
 func FuzzStreamsRecords(f *testing.F) {
 	for _, r := range kafkaStreamsRecords(f) {
 		key, _ := hex.DecodeString(r[1])
@@ -598,17 +652,21 @@ func FuzzStreamsRecords(f *testing.F) {
 		f.Add(binary.BigEndian.Uint16(key), val)
 	}
 	f.Fuzz(func(t *testing.T, typ uint16, value []byte) {
+		typ = recStreamsGroupMetadata + typ%7
 		sg := newStreamsGroup()
-		if err := decodeStreamsRecord(sg, recStreamsGroupMetadata+typ%7, "m", value); err != nil {
+		if err := decodeStreamsRecord(sg, typ, "m", value); err != nil {
 			return
 		}
-		_ = streamsMetadataValue(sg)
-		if m := sg.members["m"]; m != nil {
-			_ = streamsMemberValue(m)
-			_ = streamsCurrentValue(m)
+		first, ok := encodeStreamsRecord(sg, typ, "m", 1_700_000_000_000)
+		if !ok {
+			return
 		}
-		if sg.topology != nil {
-			_ = streamsTopologyValue(sg.topology)
+		again := newStreamsGroup()
+		if err := decodeStreamsRecord(again, typ, "m", first); err != nil {
+			t.Fatalf("type %d: the re-encoded value %x does not decode: %v", typ, first, err)
+		}
+		if second, _ := encodeStreamsRecord(again, typ, "m", 1_700_000_000_000); string(second) != string(first) {
+			t.Fatalf("type %d: round trip changed the value\n first %x\nsecond %x", typ, first, second)
 		}
 	})
 }

@@ -109,6 +109,9 @@ func TestACLAPIs(t *testing.T) {
 	}
 	cr := w.roundTrip(create).(*kmsg.CreateACLsResponse)
 	wantCodes := []int16{0, 0, 0, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code}
+	if len(cr.Results) != len(wantCodes) {
+		t.Fatalf("%d creation results, want %d", len(cr.Results), len(wantCodes))
+	}
 	for i, res := range cr.Results {
 		if res.ErrorCode != wantCodes[i] {
 			t.Errorf("creation %d: code %d, want %d", i, res.ErrorCode, wantCodes[i])
@@ -228,8 +231,11 @@ func TestMetadataAuthorization(t *testing.T) {
 		}
 	}
 	want := map[string]int16{"seen": 0, "hidden": kerr.TopicAuthorizationFailed.Code, "missing": kerr.TopicAuthorizationFailed.Code}
+	if len(resp.Topics) != len(want) || len(codes) != len(want) {
+		t.Fatalf("%d topics answered (%v), want %d", len(resp.Topics), codes, len(want))
+	}
 	for n, c := range want {
-		if codes[n] != c {
+		if got, ok := codes[n]; !ok || got != c {
 			t.Errorf("%s: code %d, want %d", n, codes[n], c)
 		}
 	}

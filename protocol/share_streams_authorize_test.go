@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -111,9 +112,20 @@ func TestShareAPIsAuthorization(t *testing.T) {
 	expectErr(t, "alter offsets, group refused", alter("sg-no", "ok").ErrorCode, kerr.GroupAuthorizationFailed)
 	ar := alter("sg-alter-ok", "secret")
 	expectErr(t, "alter offsets, group", ar.ErrorCode, kerr.GroupAuthorizationFailed)
+	// The member is still in sg-ok: Kafka's coordinator runs with the
+	// authorized topics (none) and refuses the non-empty group, and the
+	// whole answer is that error, without topics.
 	ar = alter("sg-ok", "secret")
-	if ar.ErrorCode != kerr.NonEmptyGroup.Code && (len(ar.Topics) != 1 || ar.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code) {
-		t.Errorf("alter offsets, topic refused: %+v", ar)
+	if ar.ErrorCode != kerr.NonEmptyGroup.Code || len(ar.Topics) != 0 {
+		t.Errorf("alter offsets of a non-empty group, topic refused: %+v, want NON_EMPTY_GROUP and no topics", ar)
+	}
+	leave := kmsg.NewPtrShareGroupHeartbeatRequest()
+	leave.SetVersion(1)
+	leave.GroupID, leave.MemberID, leave.MemberEpoch = "sg-ok", "m1-aaaaaaaaaaaaaaaaaa", -1
+	expectErr(t, "leave", w.roundTrip(leave).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, nil)
+	ar = alter("sg-ok", "secret")
+	if ar.ErrorCode != 0 || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) != 1 || ar.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("alter offsets of the empty group, topic refused: %+v, want its partition TOPIC_AUTHORIZATION_FAILED", ar)
 	}
 
 	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
@@ -123,7 +135,9 @@ func TestShareAPIsAuthorization(t *testing.T) {
 }
 
 // TestShareOffsetsTopicAuthorization: an empty share group the principal
-// may READ and DELETE, and a topic it may not READ.
+// may READ and DELETE, and a topic it may not READ. Both topics have share
+// state (the refused one's written past the authorizer), so the all-topics
+// describe has the refused topic to leave out.
 func TestShareOffsetsTopicAuthorization(t *testing.T) {
 	b, w := aclGroupBroker(t,
 		allow(authz.ResourceGroup, "sg", authz.PatternLiteral, authz.OpRead),
@@ -145,6 +159,30 @@ func TestShareOffsetsTopicAuthorization(t *testing.T) {
 	if ar.ErrorCode != 0 || len(codes) != 2 || codes["ok"] != 0 || codes["secret"] != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("alter: %d %v", ar.ErrorCode, codes)
 	}
+	// The refused topic's state, set as an authorized principal would.
+	direct := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	direct.GroupID = "sg"
+	direct.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: "secret", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0}}}}
+	if dr := b.s.groups.AlterShareGroupOffsets(context.Background(), direct); dr.ErrorCode != 0 || len(dr.Topics) != 1 || dr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter secret without the authorizer: %+v", dr)
+	}
+	// All topics: the refused topic is left out, the other listed.
+	allTopics := func() []string {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}
+		resp := w.roundTrip(req).(*kmsg.DescribeShareGroupOffsetsResponse)
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			t.Fatalf("all-topics describe: %+v", resp.Groups)
+		}
+		var names []string
+		for _, tp := range resp.Groups[0].Topics {
+			names = append(names, tp.Topic)
+		}
+		return names
+	}
+	if got := allTopics(); len(got) != 1 || got[0] != "ok" {
+		t.Errorf("all-topics describe lists %v, want [ok] (secret refused)", got)
+	}
 	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
 	del.GroupID = "sg"
 	del.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "ok"}, {Topic: "secret"}}
@@ -153,16 +191,17 @@ func TestShareOffsetsTopicAuthorization(t *testing.T) {
 	for _, tp := range dr.Topics {
 		codes[tp.Topic] = tp.ErrorCode
 	}
-	if dr.ErrorCode != 0 || codes["ok"] != 0 || codes["secret"] != kerr.TopicAuthorizationFailed.Code {
+	if dr.ErrorCode != 0 || len(codes) != 2 || codes["ok"] != 0 || codes["secret"] != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("delete: %d %v", dr.ErrorCode, codes)
 	}
-	// All topics: the refused topic is left out.
-	b2 := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	b2.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}
-	for _, tp := range w.roundTrip(b2).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].Topics {
-		if tp.Topic == "secret" {
-			t.Errorf("all-topics describe lists a refused topic")
-		}
+	// ok's state is gone, secret's kept and still left out.
+	if got := allTopics(); len(got) != 0 {
+		t.Errorf("all-topics describe after the delete lists %v, want none", got)
+	}
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = "sg"
+	if g := b.s.groups.DescribeShareGroupOffsets(context.Background(), 1, rg); len(g.Topics) != 1 || g.Topics[0].Topic != "secret" {
+		t.Errorf("share state after the delete, without the authorizer: %+v, want secret's only", g.Topics)
 	}
 }
 
@@ -243,7 +282,9 @@ func TestShareSessionACLRevoked(t *testing.T) {
 			req.SubscribedTopicNames = nil
 		}
 		r := w.roundTrip(req).(*kmsg.ShareGroupHeartbeatResponse)
-		t.Logf("hb %d: code %d epoch %d", i, r.ErrorCode, r.MemberEpoch)
+		if r.ErrorCode != 0 || r.MemberEpoch != 1 {
+			t.Fatalf("heartbeat %d: code %d epoch %d, want 0 and epoch 1", i, r.ErrorCode, r.MemberEpoch)
+		}
 	}
 	b.appendN(t, "ok", 0, 5)
 	fetch := func(epoch int32, withTopic bool) *kmsg.ShareFetchResponse {
@@ -259,21 +300,26 @@ func TestShareSessionACLRevoked(t *testing.T) {
 		}
 		return w.roundTrip(req).(*kmsg.ShareFetchResponse)
 	}
+	// The precondition: with READ the session's first fetch acquires
+	// records (2 of the 5; 3 are left for the fetch after the revoke).
 	r := fetch(0, true)
-	for _, tp := range r.Topics {
-		for _, p := range tp.Partitions {
-			t.Logf("fetch0: code %d acquired %d bytes %d", p.ErrorCode, len(p.AcquiredRecords), len(p.Records))
-		}
+	if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("first fetch: %+v", r)
+	}
+	if p := r.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.AcquiredRecords) == 0 || len(p.Records) == 0 {
+		t.Fatalf("first fetch, before the revoke: code %d, %d acquired ranges, %d bytes; want records acquired", p.ErrorCode, len(p.AcquiredRecords), len(p.Records))
 	}
 	rt := int8(authz.ResourceTopic)
 	if _, err := a.Delete([]authz.Filter{{ResourceType: rt, PatternType: authz.PatternAny, Operation: authz.OpAny, Permission: authz.PermissionAllow}}); err != nil {
 		t.Fatal(err)
 	}
 	r = fetch(1, false)
-	t.Logf("fetch1 top code %d", r.ErrorCode)
+	expectErr(t, "fetch after the revoke", r.ErrorCode, nil)
 	for _, tp := range r.Topics {
+		if len(tp.Partitions) != 1 {
+			t.Errorf("after revoke: %d partitions answered, want 1", len(tp.Partitions))
+		}
 		for _, p := range tp.Partitions {
-			t.Logf("fetch1 after revoke: code %d acquired %d bytes %d", p.ErrorCode, len(p.AcquiredRecords), len(p.Records))
 			if p.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(p.AcquiredRecords) > 0 {
 				t.Errorf("after READ was revoked: code %d, %d acquired ranges; want TOPIC_AUTHORIZATION_FAILED, none", p.ErrorCode, len(p.AcquiredRecords))
 			}

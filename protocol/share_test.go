@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/coordinator/sharestate"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -282,10 +283,14 @@ func checkDeleteShareGroupOffsetsVersion(t *testing.T, b *testBroker, w *wire, v
 // type "share"; DeleteGroups refuses it while it has members and then
 // deletes it with its share state.
 func TestShareGroupsListedAndDeleted(t *testing.T) {
-	b := startBroker(t, nil)
-	w := dialWire(t, b.addr)
+	b, w, ss := shareStateBroker(t)
 	f := newShareFixture(t, b, w, "lsg", 2)
 	f.join(t, w, "m1")
+	key := sharestate.Key{GroupID: f.group, TopicID: f.topic.ID, Partition: 0}
+	// The assignment initialized the share state.
+	if _, found, err := ss.Read(key, -1); err != nil || !found {
+		t.Fatalf("share state after the join: found %v, %v", found, err)
+	}
 	lg := kmsg.NewPtrListGroupsRequest()
 	lg.SetVersion(5)
 	lg.TypesFilter = []string{"share"}
@@ -302,9 +307,13 @@ func TestShareGroupsListedAndDeleted(t *testing.T) {
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.SetVersion(1)
 	hb.GroupID, hb.MemberID, hb.MemberEpoch = f.group, "m1", -1
-	w.roundTrip(hb)
+	expectErr(t, "leave", w.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, nil)
 	if r := w.roundTrip(del).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != 0 {
 		t.Fatalf("delete: %d", r.Groups[0].ErrorCode)
+	}
+	// The share coordinator no longer has the group's state.
+	if _, found, err := ss.Read(key, -1); err != nil || found {
+		t.Fatalf("share state after DeleteGroups: found %v, %v; want not found", found, err)
 	}
 	if r := w.roundTrip(lg).(*kmsg.ListGroupsResponse); len(r.Groups) != 0 {
 		t.Fatalf("listed after delete: %+v", r.Groups)

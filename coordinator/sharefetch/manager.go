@@ -3,6 +3,7 @@ package sharefetch
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -51,8 +52,10 @@ type sessionKey struct{ group, member string }
 // member fetches and the epoch its next request must bring.
 type session struct {
 	epoch int32
-	parts map[tidp]struct{}
-	order []tidp // insertion order, for the round-robin start
+	// order is the session's partitions, each once, in the order they
+	// joined (for the round-robin start): Kafka's ordered set
+	// (ImplicitLinkedHashCollection), with no second copy to keep in step.
+	order []tidp
 	next  int
 	done  chan struct{} // closed when the session is removed or replaced
 }
@@ -203,7 +206,7 @@ func (m *Manager) sessionFor(key sessionKey, epoch int32, newParts, forget []tid
 		if s != nil {
 			s.endLocked()
 		}
-		s = &session{parts: map[tidp]struct{}{}, done: make(chan struct{})}
+		s = &session{done: make(chan struct{})}
 		m.sessions[key] = s
 	case epoch == -1:
 		if s == nil {
@@ -222,28 +225,40 @@ func (m *Manager) sessionFor(key sessionKey, epoch int32, newParts, forget []tid
 			return nil, kerr.InvalidShareSessionEpoch.Code
 		}
 	}
-	for _, tp := range newParts {
-		if _, ok := s.parts[tp]; !ok {
-			s.parts[tp] = struct{}{}
-			s.order = append(s.order, tp)
-		}
-	}
-	for _, tp := range forget {
-		if _, ok := s.parts[tp]; ok {
-			delete(s.parts, tp)
-			for i, o := range s.order {
-				if o == tp {
-					s.order = append(s.order[:i], s.order[i+1:]...)
-					break
-				}
-			}
-		}
-	}
+	s.update(newParts, forget)
 	s.epoch++
 	if s.epoch <= 0 {
 		s.epoch = 1 // wraps as Kafka's
 	}
 	return s, 0
+}
+
+// update adds newParts the session lacks, at its end, and removes forget.
+// The index of the order is built only for a request that changes it.
+func (s *session) update(newParts, forget []tidp) {
+	if len(newParts) == 0 && len(forget) == 0 {
+		return
+	}
+	in := make(map[tidp]struct{}, len(s.order)+len(newParts))
+	for _, tp := range s.order {
+		in[tp] = struct{}{}
+	}
+	for _, tp := range newParts {
+		if _, ok := in[tp]; !ok {
+			in[tp] = struct{}{}
+			s.order = append(s.order, tp)
+		}
+	}
+	if len(forget) == 0 {
+		return
+	}
+	for _, tp := range forget {
+		delete(in, tp)
+	}
+	s.order = slices.DeleteFunc(s.order, func(tp tidp) bool {
+		_, keep := in[tp]
+		return !keep
+	})
 }
 
 // sessionParts is a copy of the session's partitions, starting at its

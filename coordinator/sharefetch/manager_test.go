@@ -47,8 +47,8 @@ func TestShareFetchCreatesNoState(t *testing.T) {
 		if got.ErrorCode != kerr.UnknownServerError.Code || got.ErrorMessage == nil || *got.ErrorMessage != UninitializedMessage {
 			t.Fatalf("fetch for %q: code %d message %v", g, got.ErrorCode, got.ErrorMessage)
 		}
-		if _, found, _ := p.Read(sharestate.Key{GroupID: g, TopicID: tp.ID}, 0); found {
-			t.Fatalf("share state created for %q", g)
+		if _, found, err := p.Read(sharestate.Key{GroupID: g, TopicID: tp.ID}, 0); err != nil || found {
+			t.Fatalf("share state for %q: found %v, %v; want not found", g, found, err)
 		}
 	}
 	m.mu.Lock()

@@ -398,7 +398,7 @@ func TestSharePartitionWithoutStateIsNotInitialized(t *testing.T) {
 		t.Fatalf("acknowledge: %d", c)
 	}
 	sp.ReleaseMember("a", s, clk.Now())
-	if _, found, _ := p.Read(testKey, 0); found || p.writes != 0 || sp.Loaded() {
-		t.Fatalf("state created: found=%v writes=%d loaded=%v", found, p.writes, sp.Loaded())
+	if _, found, err := p.Read(testKey, 0); err != nil || found || p.writes != 0 || sp.Loaded() {
+		t.Fatalf("state created: found=%v err=%v writes=%d loaded=%v", found, err, p.writes, sp.Loaded())
 	}
 }

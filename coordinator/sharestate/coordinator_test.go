@@ -175,13 +175,35 @@ func TestInitializeWriteRead(t *testing.T) {
 	}
 	// Initialize again (AlterShareGroupOffsets): batches dropped.
 	mustNil(t, e.c.Initialize(k, 4, 10))
-	st, _, _ = e.c.Read(k, -1)
+	st = e.mustRead(k)
 	if !statesEqual(st, State{StateEpoch: 4, StartOffset: 10, Batches: []StateBatch{}}) {
 		t.Fatalf("after re-initialize %+v", st)
 	}
 	if e.c.shardFor(k).states[k].state.SnapshotEpoch != 1 {
 		t.Errorf("snapshot epoch %d after the second initialize", e.c.shardFor(k).states[k].state.SnapshotEpoch)
 	}
+}
+
+// mustRead is Read with no leader epoch check: the test fails on an error
+// or a share-partition without state.
+func (e *env) mustRead(k Key) State {
+	e.t.Helper()
+	st, found, err := e.c.Read(k, -1)
+	if err != nil || !found {
+		e.t.Fatalf("read %+v: found %v, %v", k, found, err)
+	}
+	return st
+}
+
+// readFound is Read with no leader epoch check, failing the test on an
+// error, so that an error is never taken for "not found".
+func (e *env) readFound(k Key) bool {
+	e.t.Helper()
+	_, found, err := e.c.Read(k, -1)
+	if err != nil {
+		e.t.Fatalf("read %+v: %v", k, err)
+	}
+	return found
 }
 
 func statesEqual(a, b State) bool {
@@ -291,13 +313,13 @@ func TestSnapshotCadence(t *testing.T) {
 			if got := e.recordTypes(k); got != tc.want {
 				t.Errorf("records %s, want %s", got, tc.want)
 			}
-			before, _, _ := e.c.Read(k, -1)
+			before := e.mustRead(k)
 			want := State{StartOffset: 8, DeliveryCompleteCount: 8, Batches: []StateBatch{b(8, 10, 0, 3)}}
 			if !statesEqual(before, want) {
 				t.Errorf("state %+v, want %+v", before, want)
 			}
 			e.reopen()
-			after, _, _ := e.c.Read(k, -1)
+			after := e.mustRead(k)
 			if !statesEqual(before, after) {
 				t.Errorf("after restart %+v, before %+v", after, before)
 			}
@@ -314,7 +336,7 @@ func TestDeleteTombstone(t *testing.T) {
 	if got := e.recordTypes(k); got != "ST" {
 		t.Errorf("records %s", got)
 	}
-	if _, found, _ := e.c.Read(k, -1); found {
+	if e.readFound(k) {
 		t.Error("found after delete")
 	}
 	if err := e.c.Write(k, 1, 0, -1, -1, nil); !errors.Is(err, kerr.InvalidRequest) {
@@ -324,10 +346,10 @@ func TestDeleteTombstone(t *testing.T) {
 	mustNil(t, e.c.Initialize(k, 0, 0))
 	mustNil(t, e.c.Delete(k))
 	e.reopen()
-	if _, found, _ := e.c.Read(k, -1); found {
+	if e.readFound(k) {
 		t.Error("found after delete and restart")
 	}
-	if _, found, _ := e.c.Read(other, -1); !found {
+	if !e.readFound(other) {
 		t.Error("the other share-partition is gone")
 	}
 	// A deleted topic's state goes too.
@@ -355,7 +377,7 @@ func TestRestartLoadsEveryState(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st, _, _ := e.c.Read(k, -1)
+			st := e.mustRead(k)
 			want[k] = st
 		}
 	}
@@ -386,7 +408,7 @@ func TestPruneAndRetentionLoadSameState(t *testing.T) {
 	}
 	want := map[Key]State{}
 	for _, k := range keys {
-		want[k], _, _ = e.c.Read(k, -1)
+		want[k] = e.mustRead(k)
 	}
 	l := e.stateLog(keys[0])
 	if e.c.Prune(); l.Offsets().LogStartOffset != 0 {
@@ -413,7 +435,7 @@ func TestPruneAndRetentionLoadSameState(t *testing.T) {
 	}
 	e.reopen()
 	for _, k := range keys {
-		got, _, _ := e.c.Read(k, -1)
+		got := e.mustRead(k)
 		if !statesEqual(got, want[k]) {
 			t.Errorf("%+v after prune and restart: %+v, want %+v", k, got, want[k])
 		}
@@ -447,7 +469,7 @@ func TestCrashKeepsEveryAnsweredWrite(t *testing.T) {
 	k := ref.key("g", 0)
 	var states []State
 	run(ref, k, func(int) {
-		st, _, _ := ref.c.Read(k, -1)
+		st := ref.mustRead(k)
 		states = append(states, st)
 	})
 	if len(states) != writes+1 {
@@ -505,9 +527,9 @@ func TestCompressedBatchesLoad(t *testing.T) {
 		if h, err := recordbatch.ParseHeader(res.Records); err != nil || h.Codec() != codec {
 			t.Fatalf("%v: batch codec %v, %v", codec, h.Codec(), err)
 		}
-		before, _, _ := e.c.Read(k, -1)
+		before := e.mustRead(k)
 		e.reopen()
-		if after, _, _ := e.c.Read(k, -1); !statesEqual(before, after) {
+		if after := e.mustRead(k); !statesEqual(before, after) {
 			t.Errorf("%v: %+v after restart, want %+v", codec, after, before)
 		}
 	}
@@ -528,13 +550,13 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 			e := newEnv(t, conf(nil), true)
 			k := e.key("g", 0)
 			mustNil(t, e.c.Initialize(k, 0, 0))
-			before, _, _ := e.c.Read(k, -1)
+			before := e.mustRead(k)
 			e.fsys.Inject(&memfs.Fault{Kind: tc.fault, Match: memfs.HasSuffix(".log")})
 			err := e.c.Write(k, 0, 0, 1, 1, []StateBatch{b(1, 2, 2, 1)})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("write: %v, want %v", err, tc.want)
 			}
-			if after, _, _ := e.c.Read(k, -1); !statesEqual(before, after) {
+			if after := e.mustRead(k); !statesEqual(before, after) {
 				t.Errorf("state %+v after a failed write, was %+v", after, before)
 			}
 		})

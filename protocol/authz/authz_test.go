@@ -266,6 +266,9 @@ func TestCreateDelete(t *testing.T) {
 	want := []string{"", "", "The only valid name for the CLUSTER resource is kafka-cluster", "Invalid empty resource name",
 		"Invalid patternType MATCH", "Invalid operation ANY", "Invalid permissionType ANY", "Invalid resourceType ANY",
 		"Could not parse principal from `alice` (no colon is present separating the principal type from the principal name)"}
+	if len(errs) != len(want) {
+		t.Fatalf("%d creation results, want %d", len(errs), len(want))
+	}
 	for i, err := range errs {
 		got := ""
 		if err != nil {
