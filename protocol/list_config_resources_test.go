@@ -89,10 +89,6 @@ func TestListConfigResources(t *testing.T) {
 
 // DESCRIBE_CONFIGS on the cluster is required (ALTER_CONFIGS implies it).
 func TestListConfigResourcesAuthorization(t *testing.T) {
-	clusterACL := func(op int8) partition.ACL {
-		return partition.ACL{ResourceType: authz.ResourceCluster, ResourceName: authz.ClusterName, PatternType: authz.PatternLiteral,
-			Principal: AnonymousPrincipal, Host: "*", Operation: op, Permission: authz.PermissionAllow}
-	}
 	cases := []struct {
 		name string
 		acls []partition.ACL

@@ -146,13 +146,15 @@ func TestWriteTxnMarkersResponseShape(t *testing.T) {
 	}
 }
 
+// clusterACL allows the wire client's principal op on the cluster.
+func clusterACL(op int8) partition.ACL {
+	return partition.ACL{ResourceType: authz.ResourceCluster, ResourceName: authz.ClusterName, PatternType: authz.PatternLiteral,
+		Principal: AnonymousPrincipal, Host: "*", Operation: op, Permission: authz.PermissionAllow}
+}
+
 // WriteTxnMarkers needs ALTER or CLUSTER_ACTION on the cluster; refused,
 // every partition is CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 func TestWriteTxnMarkersAuthorization(t *testing.T) {
-	clusterACL := func(op int8) partition.ACL {
-		return partition.ACL{ResourceType: authz.ResourceCluster, ResourceName: authz.ClusterName, PatternType: authz.PatternLiteral,
-			Principal: AnonymousPrincipal, Host: "*", Operation: op, Permission: authz.PermissionAllow}
-	}
 	cases := []struct {
 		name string
 		acls []partition.ACL
