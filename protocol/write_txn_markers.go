@@ -19,6 +19,9 @@ package protocol
 // metadata is not touched, as in Kafka.
 //   - Authorization: ALTER or CLUSTER_ACTION on the cluster, else every
 //     partition CLUSTER_AUTHORIZATION_FAILED.
+//   - A marker of producer id -1 or producer epoch -1 naming an existing
+//     partition (not of __consumer_offsets) fails every partition of the
+//     request with UNKNOWN_SERVER_ERROR (Kafka cannot build it).
 //   - Per partition: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition
 //     that does not exist; INVALID_PRODUCER_EPOCH for an epoch below the
 //     producer's (v2 at TransactionVersion 2+: also the producer's own
@@ -32,10 +35,11 @@ package protocol
 //     the later marker's result winning for a partition named twice) and
 //     each partition once, grouped by topic, in request order.
 //
-// Deliberate difference: a partition named twice in one marker is
+// Deliberate differences: a partition named twice in one marker is
 // written once and answered; Kafka 4.3.1 writes it once and never
 // answers the request (its count of pending partitions keeps the
-// duplicate).
+// duplicate). A request failed by a marker of producer id or epoch -1
+// writes nothing; Kafka has already written the markers before it.
 //
 // Version notes:
 //   - v1: flexible
@@ -63,7 +67,15 @@ func handleWriteTxnMarkers(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	out := newMarkerResults(resp)
-	denied := !s.authorizeCluster(r, authz.OpAlter) && !s.authorizeCluster(r, authz.OpClusterAction)
+	// Refused, or with a marker Kafka cannot build, every partition of
+	// the request shares one code and nothing is written.
+	whole := int16(0)
+	switch {
+	case !s.authorizeCluster(r, authz.OpAlter) && !s.authorizeCluster(r, authz.OpClusterAction):
+		whole = kerr.ClusterAuthorizationFailed.Code
+	case s.unbuildableMarker(req):
+		whole = kerr.UnknownServerError.Code
+	}
 	for _, m := range req.Markers {
 		tv := int16(0)
 		if r.Version >= 2 {
@@ -73,8 +85,8 @@ func handleWriteTxnMarkers(s *Server, r *Request) (kmsg.Response, error) {
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
 				tp := coordinator.TopicPartition{Topic: t.Topic, Partition: p}
-				if denied {
-					out.set(m.ProducerID, tp, kerr.ClusterAuthorizationFailed.Code)
+				if whole != 0 {
+					out.set(m.ProducerID, tp, whole)
 					continue
 				}
 				if written[tp] {
@@ -86,6 +98,30 @@ func handleWriteTxnMarkers(s *Server, r *Request) (kmsg.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// unbuildableMarker reports whether a marker of req names a partition
+// of a data topic (Kafka builds those markers itself; __consumer_offsets'
+// go to the group coordinator) with producer id -1 or producer epoch -1:
+// Kafka's MemoryRecordsBuilder throws on them, which fails the whole
+// request with UNKNOWN_SERVER_ERROR.
+func (s *Server) unbuildableMarker(req *kmsg.WriteTxnMarkersRequest) bool {
+	for _, m := range req.Markers {
+		if m.ProducerID != -1 && m.ProducerEpoch != -1 {
+			continue
+		}
+		for _, t := range m.Topics {
+			if t.Topic == coordinator.OffsetsTopic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				if _, err := s.store.Log(t.Topic, p); err == nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // writeTxnMarker writes marker m to tp and returns the partition's code.

@@ -214,3 +214,41 @@ func TestWriteTxnMarkersV0UnderKafka39(t *testing.T) {
 		t.Errorf("offsets %+v", o)
 	}
 }
+
+// A marker of producer id or epoch -1 naming an existing data partition
+// fails the whole request with UNKNOWN_SERVER_ERROR, as Kafka's marker
+// builder throwing does; nothing is written (Kafka has written the
+// markers before it). Epoch -2 is only an old epoch.
+func TestWriteTxnMarkersUnbuildable(t *testing.T) {
+	b := startBroker(t, nil)
+	tp := b.createTopic(t, "u", 2, nil)
+	w := dialWire(t, b.addr)
+	pair := func(pid int64, epoch int16, topic string) *kmsg.WriteTxnMarkersRequest {
+		req := markerReq(1, 8, 0, true, 0, 0, "u", 1)
+		req.Markers = append(req.Markers, markerReq(1, pid, epoch, false, 0, 0, topic, 0).Markers[0])
+		return req
+	}
+	cases := []struct {
+		name string
+		req  *kmsg.WriteTxnMarkersRequest
+		want string
+		end1 int64 // u-1's log end offset after
+	}{
+		{"producer id -1", pair(-1, 0, "u"), "[8 u-1=-1 -1 u-0=-1]", 0},
+		{"producer epoch -1", pair(9, -1, "u"), "[8 u-1=-1 9 u-0=-1]", 0},
+		{"epoch -1 on an unknown topic", pair(9, -1, "nope"), "[8 u-1=0 9 nope-0=3]", 1},
+		{"epoch -2", pair(9, -2, "u"), "[8 u-1=0 9 u-0=47]", 2},
+	}
+	for _, c := range cases {
+		resp := w.roundTrip(c.req).(*kmsg.WriteTxnMarkersResponse)
+		if got := fmt.Sprint(markerCodes(resp)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+		if end := tp.Partitions[1].Offsets().LogEndOffset; end != c.end1 {
+			t.Errorf("%s: u-1 ends at %d, want %d", c.name, end, c.end1)
+		}
+	}
+	if end := tp.Partitions[0].Offsets().LogEndOffset; end != 0 {
+		t.Errorf("u-0 ends at %d, want 0", end)
+	}
+}
