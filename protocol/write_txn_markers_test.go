@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kcompatd/kcompatd/coordinator"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
@@ -250,5 +251,32 @@ func TestWriteTxnMarkersUnbuildable(t *testing.T) {
 	}
 	if end := tp.Partitions[0].Offsets().LogEndOffset; end != 0 {
 		t.Errorf("u-0 ends at %d, want 0", end)
+	}
+}
+
+// A marker to __consumer_offsets completes the producer's transactional
+// offset commits there, as Kafka's group coordinator does: a commit makes
+// them visible, an abort drops them.
+func TestWriteTxnMarkersCompletesTxnOffsets(t *testing.T) {
+	b, w := txnBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	for _, c := range []struct {
+		group  string
+		commit bool
+		want   int64
+	}{{"committed", true, 5}, {"aborted", false, -1}} {
+		p := beginTxnOffsets(t, w, "tx-"+c.group, c.group)
+		expectErr(t, "txn commit", txnCommitCode(t, w.roundTrip(txnCommitReq(3, c.group, p, -1, "", "t", 0, 5))), nil)
+		if got := fetchStableOffset(t, w, c.group, "t"); got.ErrorCode != kerr.UnstableOffsetCommit.Code {
+			t.Fatalf("%s: pending offset %+v", c.group, got)
+		}
+		n := int32(len(b.store.Topic(coordinator.OffsetsTopic).Partitions))
+		resp := w.roundTrip(markerReq(2, p.id, p.epoch, c.commit, 0, 0, coordinator.OffsetsTopic, coordinator.PartitionFor(c.group, n))).(*kmsg.WriteTxnMarkersResponse)
+		if got := fmt.Sprint(markerCodes(resp)); got != fmt.Sprintf("[%d %s-%d=0]", p.id, coordinator.OffsetsTopic, coordinator.PartitionFor(c.group, n)) {
+			t.Fatalf("%s: %s", c.group, got)
+		}
+		if got := fetchStableOffset(t, w, c.group, "t"); got.ErrorCode != 0 || got.Offset != c.want {
+			t.Errorf("%s: offset %+v, want %d", c.group, got, c.want)
+		}
 	}
 }
