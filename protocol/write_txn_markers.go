@@ -23,7 +23,8 @@ package protocol
 //     partition (not of __consumer_offsets) fails every partition of the
 //     request with UNKNOWN_SERVER_ERROR (Kafka cannot build it).
 //   - Per partition: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition
-//     that does not exist; INVALID_PRODUCER_EPOCH for an epoch below the
+//     that does not exist, or with the data dir offline (Kafka's
+//     onlinePartition check); INVALID_PRODUCER_EPOCH for an epoch below the
 //     producer's (v2 at TransactionVersion 2+: also the producer's own
 //     epoch while its transaction is open, KIP-1228);
 //     TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the
@@ -126,7 +127,10 @@ func (s *Server) unbuildableMarker(req *kmsg.WriteTxnMarkersRequest) bool {
 
 // writeTxnMarker writes marker m to tp and returns the partition's code.
 func (s *Server) writeTxnMarker(r *Request, tp coordinator.TopicPartition, m kmsg.WriteTxnMarkersRequestMarker, tv int16) int16 {
-	if _, err := s.store.Log(tp.Topic, tp.Partition); err != nil {
+	// Kafka asks for an online partition first: with the log dir
+	// offline, the partition is unknown (a write that fails on the way
+	// is a storage error).
+	if _, err := s.store.Log(tp.Topic, tp.Partition); err != nil || s.store.Offline() != nil {
 		return kerr.UnknownTopicOrPartition.Code
 	}
 	if tv == txnVersionUnknown {

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kcompatd/kcompatd/coordinator"
+	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/protocol/authz"
 )
@@ -278,5 +280,20 @@ func TestWriteTxnMarkersCompletesTxnOffsets(t *testing.T) {
 		if got := fetchStableOffset(t, w, c.group, "t"); got.ErrorCode != 0 || got.Offset != c.want {
 			t.Errorf("%s: offset %+v, want %d", c.group, got, c.want)
 		}
+	}
+}
+
+// With the data dir offline, a partition is not online: Kafka answers
+// UNKNOWN_TOPIC_OR_PARTITION (ReplicaManager.onlinePartition), which
+// Admin.abortTransaction retries.
+func TestWriteTxnMarkersLogDirOffline(t *testing.T) {
+	fsys, w, produce := offlineServer(t, zerolog.Nop())
+	fsys.Inject(&memfs.Fault{Kind: memfs.SyncError, At: 0, Match: memfs.HasSuffix(".log")})
+	if code := produce("a").ErrorCode; code != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce with a failing fsync: %v", kerr.ErrorForCode(code))
+	}
+	resp := w.roundTrip(markerReq(1, 3, 0, false, 0, 0, "b", 0)).(*kmsg.WriteTxnMarkersResponse)
+	if got := fmt.Sprint(markerCodes(resp)); got != "[3 b-0=3]" {
+		t.Errorf("offline: %s", got)
 	}
 }
