@@ -21,7 +21,8 @@ package protocol
 //     partition CLUSTER_AUTHORIZATION_FAILED.
 //   - A marker of producer id -1 or producer epoch -1 naming an existing
 //     partition (not of __consumer_offsets) fails every partition of the
-//     request with UNKNOWN_SERVER_ERROR (Kafka cannot build it).
+//     request with UNKNOWN_SERVER_ERROR (Kafka cannot build it); on a
+//     __consumer_offsets partition only that partition fails so.
 //   - Per partition: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition
 //     that does not exist, or with the data dir offline (Kafka's
 //     onlinePartition check); INVALID_PRODUCER_EPOCH for an epoch below the
@@ -107,6 +108,9 @@ func handleWriteTxnMarkers(s *Server, r *Request) (kmsg.Response, error) {
 // Kafka's MemoryRecordsBuilder throws on them, which fails the whole
 // request with UNKNOWN_SERVER_ERROR.
 func (s *Server) unbuildableMarker(req *kmsg.WriteTxnMarkersRequest) bool {
+	if s.store.Offline() != nil {
+		return false // no partition is online: none is built
+	}
 	for _, m := range req.Markers {
 		if m.ProducerID != -1 && m.ProducerEpoch != -1 {
 			continue
@@ -133,7 +137,9 @@ func (s *Server) writeTxnMarker(r *Request, tp coordinator.TopicPartition, m kms
 	if _, err := s.store.Log(tp.Topic, tp.Partition); err != nil || s.store.Offline() != nil {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	if tv == txnVersionUnknown {
+	// TV_UNKNOWN, and on __consumer_offsets (the others failed the whole
+	// request) producer id or epoch -1: Kafka's builders throw.
+	if tv == txnVersionUnknown || m.ProducerID == -1 || m.ProducerEpoch == -1 {
 		return kerr.UnknownServerError.Code
 	}
 	err := s.txns.WriteTxnMarker(tp, partition.TxnMarker{

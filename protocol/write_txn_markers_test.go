@@ -225,6 +225,7 @@ func TestWriteTxnMarkersV0UnderKafka39(t *testing.T) {
 func TestWriteTxnMarkersUnbuildable(t *testing.T) {
 	b := startBroker(t, nil)
 	tp := b.createTopic(t, "u", 2, nil)
+	b.s.groups.EnsureOffsetsTopic()
 	w := dialWire(t, b.addr)
 	pair := func(pid int64, epoch int16, topic string) *kmsg.WriteTxnMarkersRequest {
 		req := markerReq(1, 8, 0, true, 0, 0, "u", 1)
@@ -241,6 +242,7 @@ func TestWriteTxnMarkersUnbuildable(t *testing.T) {
 		{"producer epoch -1", pair(9, -1, "u"), "[8 u-1=-1 9 u-0=-1]", 0},
 		{"epoch -1 on an unknown topic", pair(9, -1, "nope"), "[8 u-1=0 9 nope-0=3]", 1},
 		{"epoch -2", pair(9, -2, "u"), "[8 u-1=0 9 u-0=47]", 2},
+		{"epoch -1 on __consumer_offsets", pair(9, -1, coordinator.OffsetsTopic), "[8 u-1=0 9 __consumer_offsets-0=-1]", 3},
 	}
 	for _, c := range cases {
 		resp := w.roundTrip(c.req).(*kmsg.WriteTxnMarkersResponse)
