@@ -195,6 +195,21 @@ func (gc *GroupConfigs) Get(group string) map[string]string {
 	return out
 }
 
+// GroupIDs lists, sorted, the groups that have config overrides (Kafka's
+// GroupConfigManager.groupIds).
+func (gc *GroupConfigs) GroupIDs() []string {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	out := make([]string, 0, len(gc.byID))
+	for id, cfg := range gc.byID {
+		if len(cfg) > 0 {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Alter replaces group's overrides with what update returns from a copy
 // of the current ones, validated; the change is durable when it returns
 // nil. A message for the client, or an error of the file.

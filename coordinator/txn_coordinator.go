@@ -433,6 +433,17 @@ func (s storeMarkers) writeMarker(tp TopicPartition, m partition.TxnMarker) erro
 	return nil
 }
 
+// WriteTxnMarker writes one partition's marker through the path the
+// coordinator's own markers take (for __consumer_offsets, completing the
+// producer's transactional offset commits there): what a WriteTxnMarkers
+// request asks of this broker as a partition leader. It takes no
+// transactional id's lock and leaves the coordinator's metadata alone, as
+// Kafka's handler does. An error wrapping partition.ErrUnknownTopic means
+// the partition does not exist.
+func (c *TxnCoordinator) WriteTxnMarker(tp TopicPartition, m partition.TxnMarker) error {
+	return c.markers.writeMarker(tp, m)
+}
+
 // loadChunk and maxDecompressed (persist.go) bound loading here too.
 
 // loadTxnTopic reads every partition of __transaction_state: the last

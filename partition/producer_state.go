@@ -187,7 +187,7 @@ func (ps *producerState) startVerification(pid int64, epoch int16, nowMs int64) 
 		v = &txnVerification{startMs: nowMs}
 		ps.verifying[pid] = v
 	}
-	return TxnVerificationGuard{v}
+	return TxnVerificationGuard{v: v}
 }
 
 // verified reports whether guard is the producer's current verification.

@@ -8,6 +8,7 @@ package partition
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -18,6 +19,13 @@ type TxnMarker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool
+	// TransactionVersion is the transaction.version the marker is
+	// written under (WriteTxnMarkers v2, KIP-1228): from 2 on the
+	// coordinator bumped the epoch before writing it, so its epoch must
+	// be above the producer's (equal only for a retry once the
+	// transaction is over); below 2 (and for the coordinator's own
+	// markers) an epoch equal to the producer's is accepted.
+	TransactionVersion int16
 }
 
 // AbortedTxn is one entry of the aborted-transaction index, as Fetch
@@ -52,7 +60,14 @@ func (l *Log) AppendWithOrigin(batch []byte, origin recordbatch.Origin) (AppendR
 // is Kafka's sentinel: the producer had an ongoing transaction on the
 // partition when verification started, so no new one may be opened with
 // it.
-type TxnVerificationGuard struct{ v *txnVerification }
+type TxnVerificationGuard struct {
+	v *txnVerification
+	// strictMarker is set only on the guard WriteTxnMarker passes for a
+	// marker of transaction.version 2 or above (checkMarkerEpochLocked):
+	// a marker never opens a transaction, so no verification is asked
+	// of it, and the guard carries its epoch rule instead.
+	strictMarker bool
+}
 
 // StartTxnVerification is called before asking the transaction
 // coordinator whether this partition is in the producer's transaction,
@@ -86,16 +101,42 @@ func (l *Log) AppendVerified(batch []byte, origin recordbatch.Origin, guard TxnV
 // aborted-transaction index. A marker whose coordinator epoch is older
 // than the last one seen for the producer fails with
 // ErrTransactionCoordinatorFenced, one with an older producer epoch with
-// ErrInvalidProducerEpoch. A marker for a producer without an open
-// transaction here is written all the same, as Kafka does.
+// ErrInvalidProducerEpoch (at transaction.version 2, one not above it
+// unless retrying; see TxnMarker.TransactionVersion). A marker for a
+// producer without an open transaction here is written all the same, as
+// Kafka does.
 func (l *Log) WriteTxnMarker(m TxnMarker) (int64, error) {
 	mk := recordbatch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}
 	batch, err := recordbatch.BuildEndTxnMarker(0, leaderEpoch, l.store.clock.Now().UnixMilli(), m.ProducerID, m.ProducerEpoch, mk)
 	if err != nil {
 		return -1, err
 	}
-	res, err := l.appendOrigin(batch, recordbatch.OriginInternal, &mk, nil, nil)
+	var guard *TxnVerificationGuard
+	if m.TransactionVersion >= 2 {
+		guard = &TxnVerificationGuard{strictMarker: true}
+	}
+	res, err := l.appendOrigin(batch, recordbatch.OriginInternal, &mk, guard, nil)
 	return res.BaseOffset, err
+}
+
+// checkMarkerEpochLocked is the transaction.version 2 rule for a marker
+// of producer epoch h.ProducerEpoch() at offset (Kafka's
+// ProducerAppendInfo.checkProducerEpoch): the epoch must be above the
+// producer's, or equal to it once the transaction here is over (or at
+// the maximum epoch), which is a retry of a marker already written
+// (KAFKA-19999). The older-epoch case prepare reports itself.
+// REQUIRES: mu held.
+func (l *Log) checkMarkerEpochLocked(h recordbatch.Header, offset int64) error {
+	cur := l.pstate.producers[h.ProducerID()]
+	if cur == nil || h.ProducerEpoch() != cur.epoch {
+		return nil
+	}
+	if cur.txnFirstOffset < 0 || cur.epoch == math.MaxInt16 {
+		return nil
+	}
+	return withDetail(ErrInvalidProducerEpoch, fmt.Sprintf(
+		"Epoch of producer %d at offset %d in %s is %d, which is <= the last seen epoch %d (TV2)",
+		h.ProducerID(), offset, l.tpName(), h.ProducerEpoch(), cur.epoch))
 }
 
 // AbortedTransactions returns the aborted transactions that overlap the
@@ -157,6 +198,11 @@ func (l *Log) producerCheckLocked(h recordbatch.Header, base int64, origin recor
 			// its timestamp as the log append time, our log start offset.
 			return &AppendResult{BaseOffset: d.firstOffset(), LogAppendTime: d.timestamp,
 				LogStartOffset: l.logStart.Load(), Duplicate: true}, nil, nil
+		}
+	}
+	if marker != nil && guard != nil && guard.strictMarker {
+		if err := l.checkMarkerEpochLocked(h, base); err != nil {
+			return nil, nil, err
 		}
 	}
 	info, err := l.pstate.prepare(h, base, marker, client, false, l.tpName)

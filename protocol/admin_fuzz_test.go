@@ -45,6 +45,14 @@ func FuzzAdminHandlers(f *testing.F) {
 		}), v)
 		seed(describeQuotasReq(v, true, kmsg.DescribeClientQuotasRequestComponent{EntityType: "user", MatchType: quotaMatchSpecified}), v)
 	}
+	for v := int16(0); v <= 2; v++ {
+		seed(markerReq(v, 1, 0, false, 0, 2, "t", 0, 9), v)
+	}
+	for v := int16(0); v <= 1; v++ {
+		lcr := kmsg.NewPtrListConfigResourcesRequest()
+		lcr.ResourceTypes = []int8{2, 7}
+		seed(lcr, v)
+	}
 	seed(dtpReq(1, &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "t", Partition: 1}, "t", "u"), 0)
 	lp := kmsg.NewPtrListPartitionReassignmentsRequest()
 	seed(lp, 0)
@@ -58,7 +66,7 @@ func FuzzAdminHandlers(f *testing.F) {
 	b.createTopic(f, "el", 1, nil)
 	b.appendN(f, "t", 0, 3)
 	table := servedVersions(nil)
-	mine := map[int16]bool{23: true, 35: true, 37: true, 43: true, 45: true, 46: true, 48: true, 49: true, 57: true, 60: true, 75: true}
+	mine := map[int16]bool{23: true, 27: true, 35: true, 37: true, 43: true, 45: true, 46: true, 48: true, 49: true, 57: true, 60: true, 74: true, 75: true}
 
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 4 {

@@ -147,9 +147,77 @@ final class Next {
             errors.add("transactions: " + rootCause(e));
         }
 
-        try (Admin admin = Admin.create(ap)) {
-            admin.deleteTopics(List.of(topic, txTopic)).all().get(30, TimeUnit.SECONDS);
+        String hangTopic = topic + "-hang";
+        try {
+            hangingTransaction(ap, bootstrap, hangTopic, errors);
+            System.out.println("java-next: hanging transaction aborted by Admin.abortTransaction");
+        } catch (Exception e) {
+            errors.add("abortTransaction: " + rootCause(e));
         }
+
+        try (Admin admin = Admin.create(ap)) {
+            admin.deleteTopics(List.of(topic, txTopic, hangTopic)).all().get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * kafka-transactions.sh abort (KIP-664): a transaction its producer
+     * leaves open holds the LSO; describeProducers finds it and
+     * abortTransaction (WriteTxnMarkers) ends it, so the LSO reaches the
+     * end and read_committed skips its records. listConfigResources
+     * (KIP-1142) lists the topic.
+     */
+    static void hangingTransaction(Properties ap, String bootstrap, String hangTopic, List<String> errors) throws Exception {
+        TopicPartition tp = new TopicPartition(hangTopic, 0);
+        try (Admin admin = Admin.create(ap)) {
+            admin.createTopics(List.of(new NewTopic(hangTopic, 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            Properties pp = producerProps(bootstrap);
+            pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, hangTopic + "-id");
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
+                producer.initTransactions();
+                producer.beginTransaction();
+                for (int i = 0; i < 3; i++) {
+                    producer.send(new ProducerRecord<>(hangTopic, 0, null, ("hanging-" + i).getBytes()));
+                }
+                producer.flush();
+                long lso = lastStable(admin, tp);
+                if (lso != 0) {
+                    errors.add("LSO " + lso + " with the transaction open, want 0");
+                }
+                org.apache.kafka.clients.admin.ProducerState open = null;
+                for (org.apache.kafka.clients.admin.ProducerState st : admin.describeProducers(List.of(tp)).partitionResult(tp)
+                        .get(30, TimeUnit.SECONDS).activeProducers()) {
+                    if (st.currentTransactionStartOffset().orElse(-1) == 0) {
+                        open = st;
+                    }
+                }
+                if (open == null) {
+                    errors.add("describeProducers found no transaction at offset 0");
+                    return;
+                }
+                admin.abortTransaction(new org.apache.kafka.clients.admin.AbortTransactionSpec(tp, open.producerId(),
+                    (short) open.producerEpoch(), open.coordinatorEpoch().orElse(0))).all().get(30, TimeUnit.SECONDS);
+                // 3 records + the abort marker.
+                if ((lso = lastStable(admin, tp)) != 4) {
+                    errors.add("LSO " + lso + " after abortTransaction, want 4");
+                }
+            }
+            Set<String> topics = new HashSet<>();
+            for (org.apache.kafka.common.config.ConfigResource r : admin.listConfigResources(
+                    Set.of(org.apache.kafka.common.config.ConfigResource.Type.TOPIC),
+                    new org.apache.kafka.clients.admin.ListConfigResourcesOptions()).all().get(30, TimeUnit.SECONDS)) {
+                topics.add(r.name());
+            }
+            if (!topics.contains(hangTopic)) {
+                errors.add("listConfigResources(TOPIC) lacks " + hangTopic + ": " + topics);
+            }
+        }
+    }
+
+    static long lastStable(Admin admin, TopicPartition tp) throws Exception {
+        return admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest()),
+            new org.apache.kafka.clients.admin.ListOffsetsOptions(org.apache.kafka.common.IsolationLevel.READ_COMMITTED))
+            .all().get(30, TimeUnit.SECONDS).get(tp).offset();
     }
 
     /** A member subscribes, reads everything and commits; a second one resumes there. */
