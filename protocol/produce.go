@@ -172,6 +172,12 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 		}
 	}
 
+	if len(waits) > 0 && req.Acks != 0 {
+		// The connection waits, and may first serve the producer's next
+		// request, whose batches the same fsyncs then cover.
+		r.durable = func() { s.awaitAppends(r, resp, waits) }
+		return resp, nil
+	}
 	if s.awaitAppends(r, resp, waits) {
 		failed = true
 	}

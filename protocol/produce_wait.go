@@ -39,15 +39,27 @@ func (s *Server) awaitAppends(r *Request, resp *kmsg.ProduceResponse, waits []pr
 		answer(&waits[0])
 	default:
 		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var panicked any
 		wg.Add(len(waits) - 1)
 		for i := 1; i < len(waits); i++ {
 			go func(w *produceWait) {
 				defer wg.Done()
+				defer func() {
+					if p := recover(); p != nil {
+						mu.Lock()
+						panicked = p
+						mu.Unlock()
+					}
+				}()
 				answer(w)
 			}(&waits[i])
 		}
 		answer(&waits[0])
 		wg.Wait()
+		if panicked != nil {
+			panic(panicked) // for the connection's recovery, as in the handler
+		}
 	}
 	for i := range waits {
 		if resp.Topics[waits[i].ti].Partitions[waits[i].pi].ErrorCode != 0 {

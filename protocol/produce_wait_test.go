@@ -3,6 +3,7 @@ package protocol
 import (
 	"io/fs"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,8 @@ type barrierFS struct {
 	want    int
 	arrived int
 	all     chan struct{}
+	syncs   int          // fsyncs of .log files
+	onWrite func() error // if set, runs before each write to a .log file
 }
 
 func (b *barrierFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
@@ -45,6 +48,7 @@ type barrierFile struct {
 func (f *barrierFile) Sync() error {
 	b := f.fs
 	b.mu.Lock()
+	b.syncs++
 	all := b.all
 	if all != nil {
 		b.arrived++
@@ -63,15 +67,24 @@ func (f *barrierFile) Sync() error {
 	return f.File.Sync()
 }
 
-// TestProduceFsyncsPartitionsAtOnce: under flush.messages=1 a Produce of
-// n partitions runs their n fsyncs at the same time, not one after the
-// other: each fsync is held until all n have started, which a serial
-// flusher never reaches. Every partition is then answered, and readable.
-func TestProduceFsyncsPartitionsAtOnce(t *testing.T) {
-	const n = 8
-	bfs := &barrierFS{FS: memfs.New()}
+func (f *barrierFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	h := f.fs.onWrite
+	f.fs.mu.Unlock()
+	if h != nil {
+		if err := h(); err != nil {
+			return 0, err
+		}
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// fsyncServer serves a store on fsys with topic a of n partitions and
+// flush.messages=1.
+func fsyncServer(t *testing.T, fsys vfs.FS, n int32) (*Server, *partition.Topic, *wire) {
+	t.Helper()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store, err := partition.Open(partition.Config{Dir: "/data", NodeID: 1, FS: bfs, Clock: clk, Logger: zerolog.Nop()})
+	store, err := partition.Open(partition.Config{Dir: "/data", NodeID: 1, FS: fsys, Clock: clk, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,30 +111,50 @@ func TestProduceFsyncsPartitionsAtOnce(t *testing.T) {
 		s.Close()
 		<-served
 	})
-	w := dialWire(t, ln.Addr().String())
+	return s, tp, dialWire(t, ln.Addr().String())
+}
 
-	produce := func() *kmsg.ProduceResponse {
-		req := kmsg.NewPtrProduceRequest()
-		req.Version = 9
-		req.Acks = -1
-		req.TimeoutMillis = 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "a"
-		for p := int32(0); p < n; p++ {
-			b, err := recordbatch.Build(recordbatch.BatchSpec{
-				ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch,
-				BaseSequence: recordbatch.NoSequence, BaseTimestamp: 1_700_000_000_000,
-			}, []recordbatch.Record{{Value: []byte("v")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Partition = p
-			rp.Records = b
-			rt.Partitions = append(rt.Partitions, rp)
+// produceToA is a Produce (acks=all) of one one-record batch to each of
+// topic a's partitions parts.
+func produceToA(t *testing.T, parts ...int32) *kmsg.ProduceRequest {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "a"
+	for _, p := range parts {
+		b, err := recordbatch.Build(recordbatch.BatchSpec{
+			ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch,
+			BaseSequence: recordbatch.NoSequence, BaseTimestamp: 1_700_000_000_000,
+		}, []recordbatch.Record{{Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		req.Topics = append(req.Topics, rt)
-		return w.roundTrip(req).(*kmsg.ProduceResponse)
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = p
+		rp.Records = b
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// TestProduceFsyncsPartitionsAtOnce: under flush.messages=1 a Produce of
+// n partitions runs their n fsyncs at the same time, not one after the
+// other: each fsync is held until all n have started, which a serial
+// flusher never reaches. Every partition is then answered, and readable.
+func TestProduceFsyncsPartitionsAtOnce(t *testing.T) {
+	const n = 8
+	bfs := &barrierFS{FS: memfs.New()}
+	_, tp, w := fsyncServer(t, bfs, n)
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	produce := func() *kmsg.ProduceResponse {
+		return w.roundTrip(produceToA(t, parts...)).(*kmsg.ProduceResponse)
 	}
 	// The first produce to each partition writes its leader-epoch
 	// checkpoint too; the barrier is for the second.
@@ -146,5 +179,76 @@ func TestProduceFsyncsPartitionsAtOnce(t *testing.T) {
 		if hw := tp.Partitions[p.Partition].Offsets().HighWatermark; hw != 2 {
 			t.Fatalf("partition %d: high watermark %d, want 2", p.Partition, hw)
 		}
+	}
+}
+
+// TestProduceAnswersHeldForOneFsync: Produce requests pipelined on one
+// connection share fsyncs. The first request's write is held until the
+// second request has been read; the connection then writes the second's
+// batch before waiting for the first's fsync, which covers both. All
+// four requests are answered, in order, each with its own offset, with
+// fewer fsyncs than requests.
+func TestProduceAnswersHeldForOneFsync(t *testing.T) {
+	bfs := &barrierFS{FS: memfs.New()}
+	s, tp, w := fsyncServer(t, bfs, 1)
+	w.roundTrip(produceToA(t, 0)) // writes the leader-epoch checkpoint
+
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	var once sync.Once
+	bfs.mu.Lock()
+	bfs.syncs = 0
+	bfs.onWrite = func() error {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+		return nil
+	}
+	bfs.mu.Unlock()
+
+	const n = 4
+	reqs := make([]*kmsg.ProduceRequest, n)
+	var frames []byte
+	id := "kcompatd-test"
+	for i := range reqs {
+		reqs[i] = produceToA(t, 0)
+		w.corr++
+		frames = append(frames, encodeRequest(reqs[i], w.corr, &id)...)
+	}
+	first := w.corr - n + 1
+	w.writeRaw(frames)
+	<-entered // the first request's batch is being written, blocked
+	// Wait until the reader holds the second frame too: the first is
+	// counted in request memory until its handler returns.
+	frameLen := int64(len(frames)/n) - 4
+	deadline := time.After(10 * time.Second)
+	for s.reqMem.used.Load() < 2*frameLen {
+		select {
+		case <-deadline:
+			t.Fatalf("second request not read: %d bytes queued", s.reqMem.used.Load())
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	for i := range reqs {
+		resp, err := w.recv(reqs[i].Key(), reqs[i].GetVersion(), first+int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.BaseOffset != int64(1+i) {
+			t.Fatalf("request %d: code %d, base offset %d", i, p.ErrorCode, p.BaseOffset)
+		}
+	}
+	bfs.mu.Lock()
+	syncs := bfs.syncs
+	bfs.mu.Unlock()
+	if syncs >= n {
+		t.Fatalf("%d fsyncs for %d pipelined requests", syncs, n)
+	}
+	if o := tp.Partitions[0].Offsets(); o.HighWatermark != 1+n || tp.Partitions[0].RecoveryPoint() != 1+n {
+		t.Fatalf("offsets %+v, recovery point %d", o, tp.Partitions[0].RecoveryPoint())
 	}
 }
