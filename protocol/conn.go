@@ -378,7 +378,6 @@ func (c *conn) serveLoop() {
 			}
 			return
 		}
-		<-c.queued // let the reader read the next body
 		if len(c.held) > 0 && !isProduceFrame(frame) {
 			// Answers held come first (conn_pipeline.go).
 			if err := c.flushHeld(); err != nil {

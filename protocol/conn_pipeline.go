@@ -86,14 +86,17 @@ func (c *conn) completeRecovered(r *Request) (err error) {
 
 // nextIsProduce reports whether the next request has been read and is a
 // Produce. It takes the frame from the reader, if there is one, and keeps
-// it for nextFrame (the reader's token is given back only when the frame
-// is served, so the reader is still at most one frame ahead).
+// it for nextFrame; taken, the frame lets the reader read the one after
+// it while this one is served, so that frame is there to look at when
+// this one is done (the reader is still at most one frame ahead of the
+// frames taken, and at most maxHeld answers are held).
 func (c *conn) nextIsProduce() bool {
 	if c.next == nil && !c.framesDone {
 		select {
 		case f, ok := <-c.frames:
 			if ok {
 				c.next = f
+				<-c.queued // let the reader read the next body
 			} else {
 				c.framesDone = true
 			}
@@ -104,7 +107,8 @@ func (c *conn) nextIsProduce() bool {
 }
 
 // nextFrame is the next request frame to serve: the one nextIsProduce
-// took, or the reader's next; false once the reader is done.
+// took, or the reader's next; false once the reader is done. The reader
+// may read the next body once nextFrame returns.
 func (c *conn) nextFrame() ([]byte, bool) {
 	if f := c.next; f != nil {
 		c.next = nil
@@ -116,8 +120,10 @@ func (c *conn) nextFrame() ([]byte, bool) {
 	f, ok := <-c.frames
 	if !ok {
 		c.framesDone = true
+		return nil, false
 	}
-	return f, ok
+	<-c.queued // let the reader read the next body
+	return f, true
 }
 
 // isProduceFrame reports whether frame, a request without its size
