@@ -115,15 +115,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	// Wait until every waiter has written its batch (the log end offset
 	// says so) and is queued behind the running fsync.
-	deadline := time.After(10 * time.Second)
-	for l.Offsets().LogEndOffset != 2+waiters {
-		select {
-		case <-deadline:
-			t.Fatalf("appenders did not write: %+v", l.Offsets())
-		default:
-			runtime.Gosched()
-		}
-	}
+	waitForLEO(t, l, 2+waiters)
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -316,15 +308,7 @@ func TestGroupCommitFailureFailsEveryWaiter(t *testing.T) {
 			errs <- err
 		}()
 	}
-	deadline := time.After(10 * time.Second)
-	for l.Offsets().LogEndOffset != 2+waiters {
-		select {
-		case <-deadline:
-			t.Fatalf("appenders did not write: %+v", l.Offsets())
-		default:
-			runtime.Gosched()
-		}
-	}
+	waitForLEO(t, l, 2+waiters)
 	close(release)
 	if err := <-firstErr; err != nil {
 		t.Fatalf("append covered by the good fsync: %v", err)
@@ -339,5 +323,20 @@ func TestGroupCommitFailureFailsEveryWaiter(t *testing.T) {
 	}
 	if hw := l.Offsets().HighWatermark; hw != 2 {
 		t.Fatalf("high watermark %d after the failed fsync, want 2", hw)
+	}
+}
+
+// waitForLEO waits until appenders running concurrently have written up
+// to the log end offset want.
+func waitForLEO(t *testing.T, l *Log, want int64) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for l.Offsets().LogEndOffset != want {
+		select {
+		case <-deadline:
+			t.Fatalf("appenders did not write: %+v", l.Offsets())
+		default:
+			runtime.Gosched()
+		}
 	}
 }

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"io/fs"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -92,26 +91,9 @@ func fsyncServer(t *testing.T, fsys vfs.FS, n int32) (*Server, *partition.Topic,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.NodeID = 1
-	cfg.AdvertisedHost = "127.0.0.1"
-	cfg.AdvertisedPort = int32(ln.Addr().(*net.TCPAddr).Port)
-	cfg.Logger = zerolog.Nop()
-	cfg.Clock = clk
 	t.Cleanup(func() { store.Close() })
-	startCoordinators(t, &cfg, store, nil)
-	s := mustNewServer(t, cfg, store)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		s.Close()
-		<-served
-	})
-	return s, tp, dialWire(t, ln.Addr().String())
+	b := startBrokerOn(t, store, clk, zerolog.Nop(), nil, nil, nil)
+	return b.s, tp, dialWire(t, b.addr)
 }
 
 // produceToA is a Produce (acks=all) of one one-record batch to each of
@@ -125,16 +107,9 @@ func produceToA(t *testing.T, parts ...int32) *kmsg.ProduceRequest {
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "a"
 	for _, p := range parts {
-		b, err := recordbatch.Build(recordbatch.BatchSpec{
-			ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch,
-			BaseSequence: recordbatch.NoSequence, BaseTimestamp: 1_700_000_000_000,
-		}, []recordbatch.Record{{Value: []byte("v")}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = p
-		rp.Records = b
+		rp.Records = oneRecordBatch(t)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
@@ -251,4 +226,17 @@ func TestProduceAnswersHeldForOneFsync(t *testing.T) {
 	if o := tp.Partitions[0].Offsets(); o.HighWatermark != 1+n || tp.Partitions[0].RecoveryPoint() != 1+n {
 		t.Fatalf("offsets %+v, recovery point %d", o, tp.Partitions[0].RecoveryPoint())
 	}
+}
+
+// oneRecordBatch is a batch of one record, without a producer id.
+func oneRecordBatch(t *testing.T) []byte {
+	t.Helper()
+	b, err := recordbatch.Build(recordbatch.BatchSpec{
+		ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch,
+		BaseSequence: recordbatch.NoSequence, BaseTimestamp: 1_700_000_000_000,
+	}, []recordbatch.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
