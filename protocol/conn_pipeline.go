@@ -27,12 +27,13 @@ import (
 const maxHeld = 5
 
 // heldResponse is an answer held for its fsyncs: what serve needs to
-// finish it.
+// finish it. Its frame is not kept: only Produce answers are held, and
+// the batches are written before the handler returns (releaseFrame), so
+// a connection holds no more request memory than it did.
 type heldResponse struct {
 	h     header
 	resp  kmsg.Response
 	r     *Request
-	frame []byte
 	start time.Time
 }
 
@@ -41,7 +42,8 @@ type heldResponse struct {
 // request, already read, is a Produce, and otherwise written with the
 // ones before it.
 func (c *conn) hold(h header, resp kmsg.Response, r *Request, frame []byte, start time.Time) error {
-	c.held = append(c.held, heldResponse{h, resp, r, frame, start})
+	releaseFrame(h.key, frame)
+	c.held = append(c.held, heldResponse{h, resp, r, start})
 	if len(c.held) < maxHeld && c.nextIsProduce() {
 		return nil
 	}
@@ -65,7 +67,6 @@ func (c *conn) flushHeld() error {
 			c.observe(x.h, x.resp, x.start)
 		}
 		x.r.releaseBufs()
-		releaseFrame(x.h.key, x.frame)
 		*x = heldResponse{}
 	}
 	return err

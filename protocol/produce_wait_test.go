@@ -162,7 +162,8 @@ func TestProduceFsyncsPartitionsAtOnce(t *testing.T) {
 // second request has been read; the connection then writes the second's
 // batch before waiting for the first's fsync, which covers both. All
 // four requests are answered, in order, each with its own offset, with
-// fewer fsyncs than requests.
+// fewer fsyncs than requests, and an ApiVersions sent after them is
+// answered after them.
 func TestProduceAnswersHeldForOneFsync(t *testing.T) {
 	bfs := &barrierFS{FS: memfs.New()}
 	s, tp, w := fsyncServer(t, bfs, 1)
@@ -192,11 +193,15 @@ func TestProduceAnswersHeldForOneFsync(t *testing.T) {
 		frames = append(frames, encodeRequest(reqs[i], w.corr, &id)...)
 	}
 	first := w.corr - n + 1
+	// Then a request that is not a Produce: answered after them all.
+	av := apiVersionsReq(3)
+	w.corr++
+	frames = append(frames, encodeRequest(av, w.corr, &id)...)
 	w.writeRaw(frames)
 	<-entered // the first request's batch is being written, blocked
 	// Wait until the reader holds the second frame too: the first is
 	// counted in request memory until its handler returns.
-	frameLen := int64(len(frames)/n) - 4
+	frameLen := int64(len(encodeRequest(reqs[0], 0, &id))) - 4
 	deadline := time.After(10 * time.Second)
 	for s.reqMem.used.Load() < 2*frameLen {
 		select {
@@ -216,6 +221,9 @@ func TestProduceAnswersHeldForOneFsync(t *testing.T) {
 		if p.ErrorCode != 0 || p.BaseOffset != int64(1+i) {
 			t.Fatalf("request %d: code %d, base offset %d", i, p.ErrorCode, p.BaseOffset)
 		}
+	}
+	if _, err := w.recv(av.Key(), av.GetVersion(), first+n); err != nil {
+		t.Fatal(err)
 	}
 	bfs.mu.Lock()
 	syncs := bfs.syncs
