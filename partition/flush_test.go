@@ -1,9 +1,11 @@
 package partition
 
 import (
+	"errors"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -113,15 +115,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	// Wait until every waiter has written its batch (the log end offset
 	// says so) and is queued behind the running fsync.
-	deadline := time.After(10 * time.Second)
-	for l.Offsets().LogEndOffset != 2+waiters {
-		select {
-		case <-deadline:
-			t.Fatalf("appenders did not write: %+v", l.Offsets())
-		default:
-			runtime.Gosched()
-		}
-	}
+	waitForLEO(t, l, 2+waiters)
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -218,5 +212,131 @@ func TestFlushMs(t *testing.T) {
 	}
 	if other.RecoveryPoint() != 0 {
 		t.Fatal("flushed a log without flush.ms")
+	}
+}
+
+// TestPendingAppendsShareOneFsync: batches written with
+// AppendWithConfigPending are neither fsynced nor visible until waited
+// for, and the first Wait's fsync covers every batch written before it.
+func TestPendingAppendsShareOneFsync(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1"}).Partitions[0]
+	mustAppend(t, l, mkBatch(t, 1, 1, 1)) // writes leader-epoch-checkpoint
+	var logSyncs atomic.Int64
+	e.fs.setHooks(func(name string) error {
+		if filepath.Ext(name) == ".log" {
+			logSyncs.Add(1)
+		}
+		return nil
+	}, nil)
+	const n = 6
+	var pend [n]PendingAppend
+	for i := range pend {
+		p, err := l.AppendWithConfigPending(l.ConfigSnapshot(), mkBatch(t, 2, 1, 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.NeedsSync() {
+			t.Fatalf("append %d: flush.messages=1 but no fsync needed", i)
+		}
+		pend[i] = p
+	}
+	if got := logSyncs.Load(); got != 0 {
+		t.Fatalf("%d fsyncs before any Wait", got)
+	}
+	if o := l.Offsets(); o.HighWatermark != 1 || o.LogEndOffset != 1+2*n {
+		t.Fatalf("unsynced batches visible: %+v", o)
+	}
+	for i := range pend {
+		res, err := pend[i].Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(1 + 2*i); res.BaseOffset != want {
+			t.Fatalf("append %d at %d, want %d", i, res.BaseOffset, want)
+		}
+	}
+	if got := logSyncs.Load(); got != 1 {
+		t.Fatalf("%d fsyncs for %d pending appends, want 1", got, n)
+	}
+	if o := l.Offsets(); o.HighWatermark != 1+2*n || l.RecoveryPoint() != 1+2*n {
+		t.Fatalf("offsets %+v, recovery point %d", o, l.RecoveryPoint())
+	}
+}
+
+// TestGroupCommitFailureFailsEveryWaiter: N appenders wait behind a
+// running fsync; the one fsync that then covers them all fails, and every
+// one of them gets the error: none is acknowledged or made visible, and
+// no further fsync is tried (the log is offline).
+func TestGroupCommitFailureFailsEveryWaiter(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1"}).Partitions[0]
+	mustAppend(t, l, mkBatch(t, 1, 1, 1))
+
+	var syncs atomic.Int64
+	release := make(chan struct{})
+	first := make(chan struct{})
+	e.fs.setHooks(func(name string) error {
+		if filepath.Ext(name) != ".log" {
+			return nil
+		}
+		switch syncs.Add(1) {
+		case 1:
+			close(first)
+			<-release
+			return nil
+		default:
+			return errInjected
+		}
+	}, nil)
+
+	const waiters = 16
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := l.Append(mkBatch(t, 1, 1, 1))
+		firstErr <- err
+	}()
+	<-first // the first fsync runs, blocked, covering offset 1 only
+	errs := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() {
+			_, err := l.Append(mkBatch(t, 1, 1, 1))
+			errs <- err
+		}()
+	}
+	waitForLEO(t, l, 2+waiters)
+	close(release)
+	if err := <-firstErr; err != nil {
+		t.Fatalf("append covered by the good fsync: %v", err)
+	}
+	for i := 0; i < waiters; i++ {
+		if err := <-errs; !errors.Is(err, ErrStorage) {
+			t.Fatalf("waiter %d: %v, want a storage error", i, err)
+		}
+	}
+	if got := syncs.Load(); got != 2 {
+		t.Fatalf("%d fsyncs, want 2 (the good one, then one failing for all %d waiters)", got, waiters)
+	}
+	if hw := l.Offsets().HighWatermark; hw != 2 {
+		t.Fatalf("high watermark %d after the failed fsync, want 2", hw)
+	}
+}
+
+// waitForLEO waits until appenders running concurrently have written up
+// to the log end offset want.
+func waitForLEO(t *testing.T, l *Log, want int64) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for l.Offsets().LogEndOffset != want {
+		select {
+		case <-deadline:
+			t.Fatalf("appenders did not write: %+v", l.Offsets())
+		default:
+			runtime.Gosched()
+		}
 	}
 }

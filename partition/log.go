@@ -214,6 +214,14 @@ func (l *Log) AppendWithConfig(cfg *LogConfig, batch []byte, guard *TxnVerificat
 // present (AppendVerified); cfg, if not nil, the configuration to append
 // under (else the log's current one).
 func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard, cfg *LogConfig) (AppendResult, error) {
+	return l.appendPending(batch, origin, marker, guard, cfg, nil)
+}
+
+// appendPending is appendOrigin; with pending not nil it returns once the
+// batch is written and leaves the flush policy's wait (and the answer) to
+// pending.Wait (pending.go).
+func (l *Log) appendPending(batch []byte, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard, cfg *LogConfig, pending *PendingAppend) (AppendResult, error) {
+	deferSync := pending != nil
 	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
 	h, err := recordbatch.ParseHeader(batch)
 	if err != nil || h.Size() != len(batch) || h.LastOffsetDelta() < 0 {
@@ -233,35 +241,11 @@ func (l *Log) appendOrigin(batch []byte, origin recordbatch.Origin, marker *reco
 	if err != nil {
 		return res, err
 	}
-	if w.dup != nil {
-		// The original may still be waiting for its fsync (a retry on
-		// another connection): acknowledge the duplicate only once the
-		// original is as durable as its own answer would be.
-		if hw := l.hw.Load().offset; hw < w.base {
-			if err := l.syncTo(w.base); err != nil {
-				return res, storageError(err)
-			}
-		}
-		return *w.dup, nil
+	p := PendingAppend{l: l, w: w, res: res, size: len(batch), records: int(h.RecordCount())}
+	if !deferSync {
+		return p.Wait()
 	}
-	base, mark := w.base, w.mark
-	if w.needSync {
-		if err := l.syncTo(mark.offset); err != nil {
-			if l.gone.Load() {
-				return res, l.goneErr()
-			}
-			return res, storageError(err)
-		}
-		l.advanceHW(mark)
-	}
-	// The log may have closed since appendUnderLock returned (DeleteTopics):
-	// notify is safe against that.
-	l.notify()
-	if o := l.store.cfg.Observer; o != nil {
-		o.Appended(l.topic, len(batch), int(h.RecordCount()))
-	}
-	res.BaseOffset = base
-	res.LogStartOffset = l.logStart.Load()
+	*pending = p
 	return res, nil
 }
 

@@ -111,6 +111,13 @@ type conn struct {
 	active   atomic.Int64
 	inflight atomic.Int32
 	pending  bool // serveLoop's request is not yet answered (requestDone)
+
+	// Produce answers held for their fsyncs (conn_pipeline.go), and the
+	// next frame when it was taken early to see whether it is a Produce;
+	// framesDone: frames is closed. serveLoop's.
+	held       []heldResponse
+	next       []byte
+	framesDone bool
 }
 
 // startConn registers nc, accepted on l, whose quota slot for ip is
@@ -344,6 +351,9 @@ func (c *conn) serveLoop() {
 	defer func() {
 		c.close()
 		c.unreserve()
+		if c.next != nil {
+			c.s.reqMem.release(int64(len(c.next)))
+		}
 		// Let the reader finish: it exits on the closed socket.
 		for frame := range c.frames {
 			c.s.reqMem.release(int64(len(frame)))
@@ -359,8 +369,25 @@ func (c *conn) serveLoop() {
 			c.s.connDone()
 		}
 	}()
-	for frame := range c.frames {
-		<-c.queued // let the reader read the next body
+	for {
+		frame, ok := c.nextFrame()
+		if !ok {
+			// The peer is done sending: answer what is held first.
+			if err := c.flushHeld(); err != nil && c.ctx.Err() == nil {
+				c.log.Info().Err(err).Msg("closing connection")
+			}
+			return
+		}
+		if len(c.held) > 0 && !isProduceFrame(frame) {
+			// Answers held come first (conn_pipeline.go).
+			if err := c.flushHeld(); err != nil {
+				c.s.reqMem.release(int64(len(frame)))
+				if c.ctx.Err() == nil {
+					c.log.Info().Err(err).Msg("closing connection")
+				}
+				return
+			}
+		}
 		// Counted from when it is served, not read: a frame read ahead
 		// behind a response the client does not read must not keep the
 		// connection from idling out. Touch first: see closeIdle.
@@ -369,6 +396,10 @@ func (c *conn) serveLoop() {
 		c.pending = true
 		c.reserved = int64(len(frame))
 		err := c.serveRecovered(frame)
+		if err != nil && len(c.held) > 0 {
+			// Answer the requests before the one that ends the connection.
+			_ = c.flushHeld()
+		}
 		c.unreserve()   // if serving ended before the handler returned
 		c.requestDone() // if no response was written
 		if err != nil {
@@ -560,6 +591,9 @@ func (c *conn) serve(frame []byte) error {
 	}
 	if resp.GetVersion() != h.version {
 		return fmt.Errorf("%w: key %d version %d answered at %d", errResponseVer, h.key, h.version, resp.GetVersion())
+	}
+	if r.durable != nil || len(c.held) > 0 {
+		return c.hold(h, resp, r, frame, start) // conn_pipeline.go
 	}
 	err = c.write(h, resp)
 	c.observe(h, resp, start)

@@ -14,7 +14,6 @@ import (
 	"github.com/kcompatd/kcompatd/internal/syncbuf"
 	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
 	"github.com/kcompatd/kcompatd/partition"
-	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
 // offlineServer serves a store on a memory FS with topics a
@@ -55,13 +54,7 @@ func offlineServer(t *testing.T, logger zerolog.Logger) (fsys *memfs.FS, w *wire
 	})
 	w = dialWire(t, ln.Addr().String())
 	produce = func(topic string) kmsg.ProduceResponseTopicPartition {
-		b, err := recordbatch.Build(recordbatch.BatchSpec{
-			ProducerID: recordbatch.NoProducerID, ProducerEpoch: recordbatch.NoProducerEpoch,
-			BaseSequence: recordbatch.NoSequence, BaseTimestamp: 1_700_000_000_000,
-		}, []recordbatch.Record{{Value: []byte("v")}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := oneRecordBatch(t)
 		req := kmsg.NewPtrProduceRequest()
 		req.Version = 9
 		req.Acks = -1

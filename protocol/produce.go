@@ -137,6 +137,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 	failed := false
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	respTopic := make(map[tpKey]int) // topic key (part 0) -> index in resp.Topics
+	var waits []produceWait          // appends waiting for an fsync (produce_wait.go)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		tk := key(rt, 0)
@@ -162,7 +163,7 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 			}
 			sp := produceError(rp.Partition, s.topicAuthCodeOf(r, authz.OpWrite, topic, rt.Topic, useIDs))
 			if sp.ErrorCode == 0 {
-				sp = s.producePartition(r, req.TransactionID, validAcks, topic, rp)
+				sp = s.producePartition(r, req.TransactionID, validAcks, topic, rp, &waits, idx, len(resp.Topics[idx].Partitions))
 			}
 			if sp.ErrorCode != 0 {
 				failed = true
@@ -171,6 +172,15 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 		}
 	}
 
+	if len(waits) > 0 && req.Acks != 0 {
+		// The connection waits, and may first serve the producer's next
+		// request, whose batches the same fsyncs then cover.
+		r.durable = func() { s.awaitAppends(r, resp, waits) }
+		return resp, nil
+	}
+	if s.awaitAppends(r, resp, waits) {
+		failed = true
+	}
 	if req.Acks == 0 {
 		if failed {
 			return nil, errors.New("produce with acks=0 failed on some partition; closing the connection so the producer notices")
@@ -203,8 +213,11 @@ func produceError(part int32, code int16) kmsg.ProduceResponseTopicPartition {
 	return sp
 }
 
-// producePartition validates and appends one partition's batch.
+// producePartition validates and appends one partition's batch. An append
+// that waits for an fsync is added to waits, to be answered at
+// resp.Topics[ti].Partitions[pi] (awaitAppends).
 func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, topic *partition.Topic, rp *kmsg.ProduceRequestTopicPartition,
+	waits *[]produceWait, ti, pi int,
 ) kmsg.ProduceResponseTopicPartition {
 	version := r.Version
 	fail := func(code int16) kmsg.ProduceResponseTopicPartition { return produceError(rp.Partition, code) }
@@ -323,24 +336,15 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 		batch = rebuilt
 	}
 
-	res, err := log.AppendWithConfig(cfg, batch, guard)
+	pend, err := log.AppendWithConfigPending(cfg, batch, guard)
 	if err != nil {
-		r.logStorageError(err, topic.Name, rp.Partition)
-		sp := fail(s.errorCode(err))
-		if !errors.Is(err, partition.ErrRecordTooLarge) && !errors.Is(err, partition.ErrCorruptBatch) {
-			sp.ErrorMessage = errorMessage(err)
-		}
-		return sp
+		return s.appendFailed(r, topic.Name, rp.Partition, err)
 	}
-	sp := kmsg.NewProduceResponseTopicPartition()
-	sp.Partition = rp.Partition
-	// A duplicate of one of the producer's last five batches gets the
-	// original's base offset, its timestamp as the log append time, and
-	// nothing is written (UnifiedLog.append).
-	sp.BaseOffset = res.BaseOffset
-	sp.LogAppendTime = res.LogAppendTime
-	sp.LogStartOffset = res.LogStartOffset
-	return sp
+	if pend.NeedsSync() {
+		*waits = append(*waits, produceWait{pend: pend, topic: topic.Name, part: rp.Partition, ti: ti, pi: pi})
+		return produceError(rp.Partition, 0) // answered by awaitAppends
+	}
+	return s.appendAnswer(r, topic.Name, rp.Partition, &pend)
 }
 
 // checkOneBatch is Kafka's ProduceRequest.validateRecords for v3+: the

@@ -35,6 +35,10 @@ type Request struct {
 	// for what a handler logs about this request; nil in tests that
 	// build a Request by hand.
 	log *zerolog.Logger
+	// durable, if set by the handler, waits for the fsyncs the response
+	// depends on and completes it; the connection calls it before
+	// writing the response (conn_pipeline.go).
+	durable func()
 }
 
 // handlerFunc serves one API. A failed topic or partition is a Kafka error

@@ -54,7 +54,7 @@ var (
 	flagVerbose    = flag.Bool("v", false, "print the broker's log")
 	flagCodec      = flag.String("compression", "none", "producer compression for the throughput runs: none, gzip, snappy, lz4 or zstd; with a codec the values are compressible JSON-like text instead of random bytes")
 	flagDebugAddr  = flag.String("debug-addr", "", "pass --debug-addr `ADDR` (a loopback host:port) to the throughput runs' broker, to take profiles from it while it runs")
-	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency")
+	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency, fsync (many producers with and without log.flush.interval.messages=1: fsync.go)")
 )
 
 func main() {
@@ -95,7 +95,7 @@ func run() error {
 	measure := map[string]bool{}
 	for _, m := range strings.Split(*flagMeasure, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case "startup", "throughput", "produce", "latency":
+		case "startup", "throughput", "produce", "latency", "fsync":
 			measure[m] = true
 		default:
 			return fmt.Errorf("unknown measurement %q", m)
@@ -209,6 +209,7 @@ func run() error {
 			break
 		}
 		var p50s, p99s []time.Duration
+		var floors []diskFloor // with an fsync per append: the disk's own, each round
 		for i := range *flagRuns {
 			for _, p := range peers {
 				progress("latency round %d/%d (%s), %s", i+1, *flagRuns, lc.name, p.name)
@@ -224,11 +225,26 @@ func run() error {
 					p99s = append(p99s, p99)
 				}
 			}
+			if lc.configs != nil {
+				f, err := measureDiskFloor(tmp)
+				if err != nil {
+					return err
+				}
+				floors = append(floors, f)
+			}
 		}
 		add("end-to-end latency, "+lc.name,
 			fmt.Sprintf("p50 %.2f ms", ms(median(p50s))),
 			fmt.Sprintf("p99 %.2f ms", ms(median(p99s))), "",
 			fmt.Sprintf("%d rec/s, linger 0, %s; median of %d", *flagRate, acks, len(p50s)))
+		if len(floors) > 0 {
+			add(floorRow(floors)...)
+		}
+	}
+	if measure["fsync"] {
+		if err := measureFsync(peers, tmp, add, func(p peer, m string, v float64) { record(p, metric(m), v) }); err != nil {
+			return err
+		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "measurement\tresult\t\t\tconditions")
