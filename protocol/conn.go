@@ -384,8 +384,7 @@ func (c *conn) serveLoop() {
 		c.pending = true
 		c.reserved = int64(len(frame.b))
 		err := c.serveRecovered(frame.b, frame.sums)
-		// The handler is done with the frame's sums.
-		putSums(frame.sums)
+		putSums(frame.sums) // the handler is done with them
 		c.unreserve()   // if serving ended before the handler returned
 		c.requestDone() // if no response was written
 		if err != nil {

@@ -1,13 +1,12 @@
 package protocol
 
 import (
+	"github.com/kcompatd/kcompatd/recordbatch"
 	"context"
 	"net"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
 // Request is one decoded request, handed to its API's handler.
