@@ -18,8 +18,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcompatd/kcompatd/recordbatch"
 )
 
 // Framing errors. Each closes the connection it happened on.
@@ -84,7 +82,7 @@ type conn struct {
 	// read or being read and not yet taken by the handler, at most one, so
 	// the reader is at most one frame ahead, yet is reading the next size
 	// prefix (and so notices the peer going away) while that frame waits.
-	frames chan inFrame
+	frames chan []byte
 	queued chan struct{}
 	wbuf   []byte // response buffer, reused between responses
 	// writev: the socket writes net.Buffers in one system call (TCP), so
@@ -134,7 +132,7 @@ func (s *Server) startConn(nc net.Conn, ip netip.Addr, l *Listener) bool {
 		remote:   nc.RemoteAddr(),
 		ctx:      ctx,
 		cancel:   cancel,
-		frames:   make(chan inFrame, 1),
+		frames:   make(chan []byte, 1),
 		queued:   make(chan struct{}, 1),
 		ip:       ip,
 	}
@@ -224,36 +222,34 @@ func (c *conn) readLoop() {
 
 // readRequest reads one frame, counted in s.reqMem from its size prefix
 // on (it may wait there for queued.max.request.bytes).
-func (c *conn) readRequest(br *bufio.Reader) (inFrame, error) {
+func (c *conn) readRequest(br *bufio.Reader) ([]byte, error) {
 	n, err := readFrameSize(br, c.s.cfg.MaxRequestBytes)
 	if err != nil {
-		return inFrame{}, err
+		return nil, err
 	}
 	// Kafka's bound before authentication ("Failing SASL authentication
 	// due to invalid receive size"), checked once the size has arrived:
 	// a client sends its next request only after the answer that
 	// completed its authentication.
 	if c.saslPending.Load() && n > c.s.cfg.SASLMaxReceiveBytes {
-		return inFrame{}, fmt.Errorf("%w: %d before SASL authentication (max %d)", errFrameSize, n, c.s.cfg.SASLMaxReceiveBytes)
+		return nil, fmt.Errorf("%w: %d before SASL authentication (max %d)", errFrameSize, n, c.s.cfg.SASLMaxReceiveBytes)
 	}
 	select {
 	case c.queued <- struct{}{}: // the frame before is taken
 	case <-c.ctx.Done():
-		return inFrame{}, c.ctx.Err()
+		return nil, c.ctx.Err()
 	}
 	if err := c.s.reqMem.acquire(c.ctx, int64(n)); err != nil {
 		<-c.queued
-		return inFrame{}, err
+		return nil, err
 	}
-	sums := produceSums(br, n)
-	frame, err := readFrameBody(br, n, sums)
+	frame, err := readFrameBody(br, n)
 	if err != nil {
-		putSums(sums)
 		c.s.reqMem.release(int64(n))
 		<-c.queued
-		return inFrame{}, err
+		return nil, err
 	}
-	return inFrame{b: frame, sums: sums}, nil
+	return frame, nil
 }
 
 // unreserve gives the serving frame's bytes back to s.reqMem, once its
@@ -272,7 +268,7 @@ func readFrame(r io.Reader, max int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readFrameBody(r, n, nil)
+	return readFrameBody(r, n)
 }
 
 // readFrameSize reads a frame's size prefix and checks it against max.
@@ -289,10 +285,7 @@ func readFrameSize(r io.Reader, max int32) (int32, error) {
 }
 
 // readFrameBody reads a frame body of n bytes, allocating as they arrive.
-// With sums, it takes the CRCs of the body's chunks as they arrive
-// (recordbatch.ChunkSums), reading at most hotRead bytes at a time so
-// that what it sums is still in the CPU's cache.
-func readFrameBody(r io.Reader, n int32, sums *recordbatch.ChunkSums) ([]byte, error) {
+func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 	// A pooled buffer of the whole size is memory already held, so it
 	// can be taken on the peer's word; a new one grows with the bytes
 	// that arrive. Both keep power-of-two capacities so that a Produce
@@ -309,15 +302,8 @@ func readFrameBody(r io.Reader, n int32, sums *recordbatch.ChunkSums) ([]byte, e
 			copy(grown, buf)
 			buf = grown
 		}
-		end := min(cap(buf), int(n)) // capacities are rounded up: never read into the next frame
-		if sums != nil {
-			end = min(end, len(buf)+hotRead)
-		}
-		m, err := r.Read(buf[len(buf):end])
+		m, err := r.Read(buf[len(buf):min(cap(buf), int(n))]) // capacities are rounded up: never read into the next frame
 		buf = buf[:len(buf)+m]
-		if sums != nil {
-			sums.Grow(buf)
-		}
 		if err != nil {
 			if len(buf) < int(n) {
 				if errors.Is(err, io.EOF) {
@@ -360,8 +346,7 @@ func (c *conn) serveLoop() {
 		c.unreserve()
 		// Let the reader finish: it exits on the closed socket.
 		for frame := range c.frames {
-			c.s.reqMem.release(int64(len(frame.b)))
-			putSums(frame.sums)
+			c.s.reqMem.release(int64(len(frame)))
 		}
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
@@ -382,9 +367,8 @@ func (c *conn) serveLoop() {
 		c.touch()
 		c.inflight.Add(1)
 		c.pending = true
-		c.reserved = int64(len(frame.b))
-		err := c.serveRecovered(frame.b, frame.sums)
-		putSums(frame.sums) // the handler is done with them
+		c.reserved = int64(len(frame))
+		err := c.serveRecovered(frame)
 		c.unreserve()   // if serving ended before the handler returned
 		c.requestDone() // if no response was written
 		if err != nil {
@@ -499,7 +483,7 @@ func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request
 // serveRecovered is serve with any panic outside a handler (decoding,
 // encoding) turned into an error that closes only this connection; call
 // recovers handler panics itself, with the request in the log.
-func (c *conn) serveRecovered(frame []byte, sums *recordbatch.ChunkSums) (err error) {
+func (c *conn) serveRecovered(frame []byte) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error().Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).
@@ -507,13 +491,12 @@ func (c *conn) serveRecovered(frame []byte, sums *recordbatch.ChunkSums) (err er
 			err = errHandlerPanic
 		}
 	}()
-	return c.serve(frame, sums)
+	return c.serve(frame)
 }
 
-// serve decodes one frame, runs its handler and writes the response; sums
-// are the frame's chunk CRCs if readFrameBody took them. A returned error
-// closes the connection.
-func (c *conn) serve(frame []byte, sums *recordbatch.ChunkSums) error {
+// serve decodes one frame, runs its handler and writes the response. A
+// returned error closes the connection.
+func (c *conn) serve(frame []byte) error {
 	if c.sasl != nil && c.sasl.stage != saslDone {
 		return c.serveSASL(frame)
 	}
@@ -558,7 +541,6 @@ func (c *conn) serve(frame []byte, sums *recordbatch.ChunkSums) error {
 		log:           &c.log,
 		listener:      c.listener,
 		principal:     c.Principal(),
-		sums:          sums,
 	}
 	resp, err := c.callWithFaults(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool

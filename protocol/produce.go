@@ -279,7 +279,7 @@ func (s *Server) producePartition(r *Request, txnID *string, validAcks bool, top
 	// The batch is inflated once: Validate streams through gzip, lz4 and
 	// zstd without holding the records, unless the topic's codec differs
 	// and the records are kept for recompressing them.
-	vopts := recordbatch.ValidateOptions{MaxDecompressed: s.cfg.MaxDecompressedBytes, OnInflate: s.inflated, Sums: r.sums}
+	vopts := recordbatch.ValidateOptions{MaxDecompressed: s.cfg.MaxDecompressedBytes, OnInflate: s.inflated}
 	codec := h.Codec()
 	recompress := cfg.Recompress && cfg.StoreCodec != codec
 	var kept []byte

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"github.com/kcompatd/kcompatd/recordbatch"
 	"context"
 	"net"
 
@@ -36,9 +35,6 @@ type Request struct {
 	// for what a handler logs about this request; nil in tests that
 	// build a Request by hand.
 	log *zerolog.Logger
-	// sums are the frame's chunk CRCs, taken as it arrived (Produce
-	// frames; conn_sums.go), for Validate's CRC check; nil otherwise.
-	sums *recordbatch.ChunkSums
 }
 
 // handlerFunc serves one API. A failed topic or partition is a Kafka error

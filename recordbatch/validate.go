@@ -47,10 +47,6 @@ type ValidateOptions struct {
 	// OnInflate, if not nil, is called each time Validate inflates the
 	// batch (a seam for tests that count inflations).
 	OnInflate func()
-	// Sums, if not nil, are the chunk CRCs of the buffer the batch lies
-	// in, taken as it arrived: the CRC check assembles the batch's CRC
-	// from them where it can (ChunkSums.Sum), and the result is the same.
-	Sums *ChunkSums
 }
 
 // Summary is what Validate learned on the way, for the caller.
@@ -101,7 +97,7 @@ const maxPooledBuf = 16 << 20
 // An uncompressed batch is walked in place, a compressed one in one pass
 // over its inflated bytes (see inflate.go); neither allocates per record.
 func Validate(b []byte, opts ValidateOptions) (Summary, error) {
-	h, err := checkBatch(b, opts.Origin, opts.Sums)
+	h, err := checkBatch(b, opts.Origin)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -197,7 +193,7 @@ func (a *summarizer) add(r *Record) {
 // checkBatch checks everything about b that needs no decompression, in
 // Kafka's order: framing and magic, base offset (clients), CRC, codec, the
 // batch-level rules for the origin.
-func checkBatch(b []byte, origin Origin, sums *ChunkSums) (Header, error) {
+func checkBatch(b []byte, origin Origin) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		if err == ErrBadMagic {
@@ -214,7 +210,7 @@ func checkBatch(b []byte, origin Origin, sums *ChunkSums) (Header, error) {
 	if origin == OriginClient && h.BaseOffset() != 0 {
 		return nil, fmt.Errorf("%w: base offset %d from a producer, want 0", ErrInvalidBatch, h.BaseOffset())
 	}
-	if err := checkCRC(h, sums); err != nil {
+	if err := h.CheckCRC(); err != nil {
 		return nil, err
 	}
 	if c := h.Codec(); c > Zstd {
@@ -238,18 +234,6 @@ func checkBatch(b []byte, origin Origin, sums *ChunkSums) (Header, error) {
 		return nil, fmt.Errorf("%w: record count %d", ErrCorruptRecords, count)
 	}
 	return h, nil
-}
-
-// checkCRC is h.CheckCRC, from sums where they cover the batch.
-// REQUIRES: h is the whole batch (len(h) == h.Size()).
-func checkCRC(h Header, sums *ChunkSums) error {
-	if crc, ok := sums.Sum(h[CRCStart:]); ok {
-		if crc != h.CRC() {
-			return ErrCRC
-		}
-		return nil
-	}
-	return h.CheckCRC()
 }
 
 // recordWalker parses the h.RecordCount() records of data one by one,
@@ -367,7 +351,7 @@ func ForEachRecord(b []byte, maxDecompressed int, fn func(Record) error) error {
 // does. For a compressed batch the records' slices alias *scratch, so they
 // are valid only until the buffer is used again.
 func ForEachRecordScratch(b []byte, scratch *[]byte, maxDecompressed int, fn func(Record) error) error {
-	h, err := checkBatch(b, OriginInternal, nil)
+	h, err := checkBatch(b, OriginInternal)
 	if err != nil {
 		return err
 	}
