@@ -42,6 +42,7 @@ type Log struct {
 	epochWritten bool       // leader-epoch-checkpoint has an entry; guarded by mu
 	dirDirty     bool       // a segment was created since the last dir fsync; guarded by mu
 	failed       error      // a write failed: the log is offline; guarded by mu
+	marks        markSlab   // the marks appends publish; guarded by mu
 	closed       bool       // guarded by mu
 
 	segs     atomic.Pointer[[]*segment] // immutable snapshot, sorted by base offset
@@ -92,6 +93,24 @@ type hwMark struct {
 	offset  int64
 	segBase int64
 	pos     int64
+}
+
+// markChunk is how many high-watermark marks markSlab allocates at once.
+const markChunk = 64
+
+// markSlab hands out the marks appends publish, markChunk per
+// allocation instead of one per append. A mark is never reused: a
+// reader holding one keeps its chunk (1.5 KiB) alive, nothing more.
+type markSlab struct{ free []hwMark }
+
+// next returns a new zero mark. REQUIRES: Log.mu held.
+func (s *markSlab) next() *hwMark {
+	if len(s.free) == 0 {
+		s.free = make([]hwMark, markChunk)
+	}
+	m := &s.free[0]
+	s.free = s.free[1:]
+	return m
 }
 
 func (l *Log) Topic() string    { return l.topic }
@@ -280,7 +299,7 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 		res.LogAppendTime = l.store.clock.Now().UnixMilli()
 		h.SetLogAppendTime(res.LogAppendTime)
 	}
-	var pinfo *appendInfo
+	var pinfo appendInfo // entry nil: no producer id
 	if h.ProducerID() >= 0 {
 		dup, info, err := l.producerCheckLocked(h, base, origin, marker, guard)
 		if err != nil {
@@ -327,9 +346,10 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 	seg.size.Store(pos + size)
 	end := h.LastOffset() + 1
 	l.leo.Store(end)
-	mark := &hwMark{offset: end, segBase: seg.base, pos: pos + size}
-	if pinfo != nil {
-		if err := l.applyProducerLocked(pinfo, seg); err != nil {
+	mark := l.marks.next()
+	*mark = hwMark{offset: end, segBase: seg.base, pos: pos + size}
+	if pinfo.entry != nil {
+		if err := l.applyProducerLocked(&pinfo, seg); err != nil {
 			return failLocked(err, "cannot append to aborted-transaction index")
 		}
 	}

@@ -322,7 +322,7 @@ func (l *Log) replayBatch(seg *segment, h recordbatch.Header, from, leo int64) e
 	if err != nil {
 		return err
 	}
-	done, lso := l.pstate.apply(info, leo)
+	done, lso := l.pstate.apply(&info, leo)
 	if done != nil && done.aborted {
 		e := abortedEntry{producerID: done.producerID, firstOffset: done.firstOffset, lastOffset: done.lastOffset, lastStableOffset: lso}
 		return seg.appendAbortedLocked(l.store.fs, e)

@@ -46,6 +46,9 @@ type producerEntry struct {
 	coordinatorEpoch int32       // -1 until a marker is seen
 	lastTimestamp    int64
 	txnFirstOffset   int64 // -1: no open transaction
+	// buf backs batches (a clone's own copy), so that cloning an entry
+	// for an append allocates the entry alone.
+	buf [numBatchesToRetain]batchMeta
 }
 
 func newProducerEntry(id int64) *producerEntry {
@@ -54,7 +57,11 @@ func newProducerEntry(id int64) *producerEntry {
 
 func (e *producerEntry) clone() *producerEntry {
 	c := *e
-	c.batches = append([]batchMeta(nil), e.batches...)
+	if len(e.batches) <= len(c.buf) {
+		c.batches = c.buf[:copy(c.buf[:], e.batches)]
+	} else {
+		c.batches = append([]batchMeta(nil), e.batches...)
+	}
 	return &c
 }
 
@@ -221,7 +228,7 @@ func (ps *producerState) duplicate(h recordbatch.Header) (batchMeta, bool) {
 // batches the broker writes itself (the group coordinator's transactional
 // offset commits) and for replay at recovery; epochs are checked unless
 // replaying.
-func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker *recordbatch.EndTxnMarker, checkSeq, replay bool, tp func() string) (*appendInfo, error) {
+func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker *recordbatch.EndTxnMarker, checkSeq, replay bool, tp func() string) (appendInfo, error) {
 	pid := h.ProducerID()
 	cur := ps.producers[pid]
 	if cur == nil {
@@ -233,21 +240,21 @@ func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker
 	if !replay && epoch < cur.epoch {
 		// KIP-588: INVALID_PRODUCER_EPOCH lets the producer abort and
 		// retry rather than die (ProducerFenced before Kafka 2.7).
-		return nil, withDetail(ErrInvalidProducerEpoch, fmt.Sprintf(
+		return appendInfo{}, withDetail(ErrInvalidProducerEpoch, fmt.Sprintf(
 			"Epoch of producer %d at offset %d in %s is %d, which is smaller than the last seen epoch %d",
 			pid, firstOffset, tp(), epoch, cur.epoch))
 	}
 	if h.Control() {
 		if marker == nil {
 			// Other control types carry no transaction state.
-			return &appendInfo{entry: upd}, nil
+			return appendInfo{entry: upd}, nil
 		}
 		if !replay && cur.coordinatorEpoch > marker.CoordinatorEpoch {
-			return nil, withDetail(ErrTransactionCoordinatorFenced, fmt.Sprintf(
+			return appendInfo{}, withDetail(ErrTransactionCoordinatorFenced, fmt.Sprintf(
 				"Invalid coordinator epoch for producer %d at offset %d in partition %s: %d (zombie), %d (current)",
 				pid, firstOffset, tp(), marker.CoordinatorEpoch, cur.coordinatorEpoch))
 		}
-		info := &appendInfo{entry: upd, txnBatch: true}
+		info := appendInfo{entry: upd, txnBatch: true}
 		if cur.txnFirstOffset >= 0 {
 			info.completed = &completedTxn{producerID: pid, firstOffset: cur.txnFirstOffset, lastOffset: firstOffset, aborted: !marker.Commit}
 		}
@@ -261,15 +268,15 @@ func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker
 	first, last := batchSeqs(h)
 	if checkSeq && !replay {
 		if err := checkSequence(cur, epoch, first, firstOffset, tp); err != nil {
-			return nil, err
+			return appendInfo{}, err
 		}
 	}
 	upd.addBatch(epoch, last, lastOffset, h.LastOffsetDelta(), h.MaxTimestamp())
-	info := &appendInfo{entry: upd, txnBatch: h.Transactional()}
+	info := appendInfo{entry: upd, txnBatch: h.Transactional()}
 	switch {
 	case upd.txnFirstOffset >= 0 && !h.Transactional():
 		if !replay {
-			return nil, withDetail(ErrInvalidTxnState, fmt.Sprintf(
+			return appendInfo{}, withDetail(ErrInvalidTxnState, fmt.Sprintf(
 				"Expected transactional write from producer %d at offset %d in partition %s", pid, firstOffset, tp()))
 		}
 	case upd.txnFirstOffset < 0 && h.Transactional():

@@ -193,7 +193,7 @@ func TestLSONeverPastHW(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps.apply(info, 0)
+		ps.apply(&info, 0)
 	}
 	open(1, 10)
 	if got := lsoFrom(ps.spans, 5); got != 5 {
@@ -207,7 +207,7 @@ func TestLSONeverPastHW(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps.apply(info, 20)
+	ps.apply(&info, 20)
 	if got := lsoFrom(ps.spans, 20); got != 10 {
 		t.Fatalf("LSO %d before the HW passes the marker, want 10", got)
 	}

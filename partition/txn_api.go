@@ -190,24 +190,24 @@ func (l *Log) tpName() string { return fmt.Sprintf("%s-%d", l.topic, l.partition
 // returned for applyProducerLocked. With a guard, a batch opening a
 // transaction must present the producer's current verification.
 // REQUIRES: mu held.
-func (l *Log) producerCheckLocked(h recordbatch.Header, base int64, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard) (*AppendResult, *appendInfo, error) {
+func (l *Log) producerCheckLocked(h recordbatch.Header, base int64, origin recordbatch.Origin, marker *recordbatch.EndTxnMarker, guard *TxnVerificationGuard) (*AppendResult, appendInfo, error) {
 	client := origin == recordbatch.OriginClient
 	if client {
 		if d, ok := l.pstate.duplicate(h); ok {
 			// UnifiedLog.append: the duplicate's first and last offset,
 			// its timestamp as the log append time, our log start offset.
 			return &AppendResult{BaseOffset: d.firstOffset(), LogAppendTime: d.timestamp,
-				LogStartOffset: l.logStart.Load(), Duplicate: true}, nil, nil
+				LogStartOffset: l.logStart.Load(), Duplicate: true}, appendInfo{}, nil
 		}
 	}
 	if marker != nil && guard != nil && guard.strictMarker {
 		if err := l.checkMarkerEpochLocked(h, base); err != nil {
-			return nil, nil, err
+			return nil, appendInfo{}, err
 		}
 	}
 	info, err := l.pstate.prepare(h, base, marker, client, false, l.tpName)
 	if err == nil && info.newTxn && guard != nil && !l.pstate.verified(h.ProducerID(), *guard) {
-		return nil, nil, withDetail(ErrInvalidTxnState, "Record was not part of an ongoing transaction")
+		return nil, appendInfo{}, withDetail(ErrInvalidTxnState, "Record was not part of an ongoing transaction")
 	}
 	return nil, info, err
 }

@@ -99,7 +99,7 @@ func measureFsync(peers []peer, tmp string, add func(...string), record func(p p
 	add("many producers, rec/s default / flush.messages=1",
 		fmt.Sprintf("%.2fx (%.2f-%.2f)", medianF(ratio), slices.Min(ratio), slices.Max(ratio)), "", "",
 		fmt.Sprintf("per round; median of %d", len(ratio)))
-	add(floorRow(floors)...)
+	add(diskFloorRow(floors)...)
 	return nil
 }
 
@@ -232,8 +232,8 @@ func measureDiskFloor(dir string) (diskFloor, error) {
 	return diskFloor{ds[len(ds)*50/100], ds[len(ds)*99/100]}, nil
 }
 
-// floorRow is the table row of the disk floors measured.
-func floorRow(fs []diskFloor) []string {
+// diskFloorRow is the table row of the disk floors measured.
+func diskFloorRow(fs []diskFloor) []string {
 	p50 := mapF(fs, func(f diskFloor) float64 { return ms(f.p50) })
 	p99 := mapF(fs, func(f diskFloor) float64 { return ms(f.p99) })
 	return []string{"disk floor: 1 KiB append + fsync",

@@ -168,6 +168,7 @@ func run() error {
 					record(p, metric("consume CPU-s/GB"), ct.cpuPerGB)
 				}
 				if p.name == "kcompatd" {
+					floorRound(tmp)
 					idempotent = idem
 					prod = append(prod, pt)
 					cons = append(cons, ct)
@@ -194,6 +195,9 @@ func run() error {
 				fmt.Sprintf("%.0f rec/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.rps }))),
 				fmt.Sprintf("%.2f CPU-s/GB (%.2f-%.2f)", medianF(cpu), slices.Min(cpu), slices.Max(cpu)),
 				fmt.Sprintf("%d B records, %d partitions, %s; median of %d", *flagRecordSize, *flagPartitions, x.cond, len(x.runs)))
+		}
+		if r := floorRow(); r != nil {
+			add(r...)
 		}
 	}
 
@@ -238,7 +242,7 @@ func run() error {
 			fmt.Sprintf("p99 %.2f ms", ms(median(p99s))), "",
 			fmt.Sprintf("%d rec/s, linger 0, %s; median of %d", *flagRate, acks, len(p50s)))
 		if len(floors) > 0 {
-			add(floorRow(floors)...)
+			add(diskFloorRow(floors)...)
 		}
 	}
 	if measure["fsync"] {
