@@ -3,6 +3,7 @@ package cleaner
 import (
 	"crypto/md5"
 	"encoding/binary"
+	"math/bits"
 )
 
 // offsetMap maps a key to the last offset it was seen at over the dirty
@@ -75,7 +76,10 @@ func (m *offsetMap) utilization() float64 { return float64(m.entries) / float64(
 // find returns the slot for hash h: the one holding it or the empty one
 // where it would go (linear probing; the map is never completely full).
 func (m *offsetMap) find(h *[hashSize]byte) (int, bool) {
-	i := int(binary.BigEndian.Uint64(h[:8]) % uint64(m.n))
+	// The slot from the hash's top 64 bits scaled to n (a multiply, not
+	// a division).
+	hi, _ := bits.Mul64(binary.BigEndian.Uint64(h[:8]), uint64(m.n))
+	i := int(hi)
 	m.lookups++
 	for {
 		m.probes++
