@@ -232,7 +232,7 @@ func (p *pass) buildMap() error {
 	for i := segmentHolding(p.segs, start); i < len(p.segs) && p.segs[i].BaseOffset < p.rng.firstUncleanable; i++ {
 		records += p.scan.records[p.segs[i].BaseOffset]
 	}
-	m.reset(records)
+	m.resetFrom(records, start, p.rng.firstUncleanable-start)
 	// Only transactions whose marker the scan will meet: one aborted
 	// before the first segment scanned would otherwise stay "ongoing" and
 	// hide its producer's later committed data (Kafka's
@@ -560,7 +560,7 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 				keep = false
 			default:
 				retainDelete := !h.HasDeleteHorizon() || p.now < h.BaseTimestamp()
-				keep = off >= p.offsetMap.get(r.Key) && (r.Value != nil || retainDelete)
+				keep = !p.offsetMap.superseded(r.Key, off) && (r.Value != nil || retainDelete)
 			}
 			if keep {
 				if r.Value == nil && !h.Control() {

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkCleanWorkload is issue 15's cleaner workload (cleanerbench):
-// one pass over a never-cleaned log on disk (8 MiB segments). MB/cpu-s is
+// one pass over a never-cleaned log on disk (16 MiB segments). MB/cpu-s is
 // dirty log MB per CPU-second of the process (getrusage around the pass),
 // peak-heap-MB the largest live-heap growth during the pass. The /dedupe=1MiB
 // cases bound the offset map below what the log needs (partial passes):
@@ -26,13 +26,13 @@ func BenchmarkCleanWorkload(b *testing.B) {
 		{recordbatch.None, 32, 1 << 20}, {recordbatch.None, 128, 1 << 20},
 	} {
 		b.Run(fmt.Sprintf("%v/%dMiB/dedupe=%dMiB", c.codec, c.mb, c.dedupe>>20), func(b *testing.B) {
-			benchWorkload(b, cleanerbench.Workload{LogBytes: c.mb << 20, SegmentBytes: 8 << 20, Codec: c.codec, Seed: 1}, c.dedupe)
+			benchWorkload(b, cleanerbench.Workload{LogBytes: c.mb << 20, SegmentBytes: 16 << 20, Codec: c.codec, Seed: 1}, c.dedupe)
 		})
 	}
 }
 
 func benchWorkload(b *testing.B, w cleanerbench.Workload, dedupe int64) {
-	var cpu, peak, mallocs, dirty float64
+	var cpu, peak, mallocs, alloc, dirty float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s, err := partition.Open(partition.Config{Dir: b.TempDir(), NodeID: 1})
@@ -61,6 +61,7 @@ func benchWorkload(b *testing.B, w cleanerbench.Workload, dedupe int64) {
 		dirty += float64(r.DirtyBytes)
 		peak = max(peak, float64(r.PeakHeap))
 		mallocs += float64(r.Mallocs)
+		alloc += float64(r.AllocBytes)
 		c.Close()
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
@@ -71,4 +72,5 @@ func benchWorkload(b *testing.B, w cleanerbench.Workload, dedupe int64) {
 	b.ReportMetric(cpu/(dirty/1e9), "cpu-s/GB")
 	b.ReportMetric(peak/(1<<20), "peak-heap-MB")
 	b.ReportMetric(mallocs/float64(b.N), "mallocs/pass")
+	b.ReportMetric(alloc/float64(b.N)/(1<<20), "alloc-MB/pass")
 }

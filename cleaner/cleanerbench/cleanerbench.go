@@ -99,8 +99,9 @@ type Result struct {
 	Wall       time.Duration
 	// PeakHeap is the largest growth of the live heap objects over their
 	// level before the pass, sampled every 2 ms.
-	PeakHeap uint64
-	Mallocs  uint64 // heap allocations during the pass
+	PeakHeap   uint64
+	Mallocs    uint64 // heap allocations during the pass
+	AllocBytes uint64 // bytes they took
 }
 
 // MBPerCPUSecond is dirty MB (10^6 bytes) cleaned per CPU-second.
@@ -175,5 +176,6 @@ func Clean(c *cleaner.Cleaner, l *partition.Log) (Result, error) {
 			dirty += s.Size
 		}
 	}
-	return Result{DirtyBytes: dirty, Written: st.BytesWritten, CPU: cpu, Wall: wall, PeakHeap: peak, Mallocs: ms1.Mallocs - ms0.Mallocs}, nil
+	return Result{DirtyBytes: dirty, Written: st.BytesWritten, CPU: cpu, Wall: wall, PeakHeap: peak,
+		Mallocs: ms1.Mallocs - ms0.Mallocs, AllocBytes: ms1.TotalAlloc - ms0.TotalAlloc}, nil
 }
