@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // values, 10,000 keys, 1 MiB segments) in one pass on disk. MB/s is log
 // bytes per second (compressed bytes for LZ4), records/s the records
 // filtered; peak-heap-MB is the largest heap growth seen during the pass
-// (sampled every millisecond), map-MB the offset map it used.
+// (sampled every millisecond), map-MB the offset map it used, MB/cpu-s log
+// MB per CPU-second of the process during the pass (the sampler's
+// included). BenchmarkCleanWorkload is issue 15's workload.
 func BenchmarkClean(b *testing.B) {
 	for _, c := range []struct {
 		codec recordbatch.Codec
@@ -32,7 +35,8 @@ func benchClean(b *testing.B, codec recordbatch.Codec, logBytes int64) {
 	var peak atomic.Uint64
 	var mapBytes int
 	var records int64
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
+	var dirty int64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		e := newTestEnv(b, nil)
@@ -83,11 +87,13 @@ func benchClean(b *testing.B, codec recordbatch.Codec, logBytes int64) {
 			}
 		}()
 		b.StartTimer()
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU()
 		if ok, err := e.cleaner.CleanLog(tpOf(l)); !ok || err != nil {
 			b.Fatalf("CleanLog: %v %v", ok, err)
 		}
 		elapsed += time.Since(start)
+		cpu += processCPU() - cpu0
+		dirty += size
 		b.StopTimer()
 		st, _ := e.cleaner.LastStats(tpOf(l))
 		records += st.MessagesRead
@@ -102,4 +108,14 @@ func benchClean(b *testing.B, codec recordbatch.Codec, logBytes int64) {
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(mapBytes)/(1<<20), "map-MB")
 	b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
+	b.ReportMetric(float64(dirty)/1e6/cpu.Seconds(), "MB/cpu-s")
+}
+
+// processCPU is the process's user+system CPU time (getrusage).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
