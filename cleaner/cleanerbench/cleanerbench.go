@@ -3,7 +3,7 @@
 // keys of 16-64 bytes, 1 KiB values, every key written once or twice (half
 // of them twice, so a third of the records are superseded), 16 records a
 // batch, appended through partition's API to a compacted topic on disk,
-// then one pass of the cleaner as the broker runs it.
+// then one pass of the cleaner as the broker runs it (Clean).
 package cleanerbench
 
 import (
@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kcompatd/kcompatd/cleaner"
 	"github.com/kcompatd/kcompatd/partition"
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -110,7 +109,8 @@ func (r Result) MBPerCPUSecond() float64 { return float64(r.DirtyBytes) / 1e6 / 
 // CPUSecondsPerGB is CPU-seconds per GB (10^9 bytes) of dirty log.
 func (r Result) CPUSecondsPerGB() float64 { return r.CPU.Seconds() / (float64(r.DirtyBytes) / 1e9) }
 
-func cpuTime() time.Duration {
+// CPUTime is the process's user+system CPU time (getrusage).
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -126,12 +126,19 @@ func heapNow() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// Clean runs one pass over l with c, as a cleaner thread would, and
-// measures it. Its DirtyBytes are the bytes of the segments the pass
-// rewrote (on a never-cleaned log, all dirty; a partial pass, its offset
-// map full, rewrites fewer). Nothing else should run in the process
-// meanwhile: the CPU time is the process's.
-func Clean(c *cleaner.Cleaner, l *partition.Log) (Result, error) {
+// Cleaner is what Clean needs of a *cleaner.Cleaner (this package does
+// not import cleaner, so that cleaner's own tests can use it).
+type Cleaner interface {
+	CleanLog(partition.TopicPartition) (bool, error)
+	Checkpoint(partition.TopicPartition) int64
+}
+
+// Clean runs one pass over l with c, as a cleaner thread runs it, and
+// measures it. DirtyBytes are the bytes of the segments the pass rewrote
+// (on a never-cleaned log all dirty; a partial pass, its offset map full,
+// rewrites fewer). Nothing else should run in the process meanwhile: the
+// CPU time is the process's.
+func Clean(c Cleaner, l *partition.Log) (Result, error) {
 	tp := partition.TopicPartition{Topic: l.Topic(), Partition: l.Partition()}
 	before := l.Segments()
 	runtime.GC()
@@ -157,9 +164,9 @@ func Clean(c *cleaner.Cleaner, l *partition.Log) (Result, error) {
 	}()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, t0 := CPUTime(), time.Now()
 	ok, err := c.CleanLog(tp)
-	cpu, wall := cpuTime()-cpu0, time.Since(t0)
+	cpu, wall := CPUTime()-cpu0, time.Since(t0)
 	runtime.ReadMemStats(&ms1)
 	close(stop)
 	wg.Wait()
@@ -169,13 +176,18 @@ func Clean(c *cleaner.Cleaner, l *partition.Log) (Result, error) {
 	if !ok {
 		return Result{}, fmt.Errorf("cleanerbench: nothing cleaned")
 	}
-	st, _ := c.LastStats(tp)
-	var dirty int64
+	end := c.Checkpoint(tp)
+	var dirty, written int64
 	for _, s := range before {
-		if s.BaseOffset < st.EndOffset {
+		if s.BaseOffset < end {
 			dirty += s.Size
 		}
 	}
-	return Result{DirtyBytes: dirty, Written: st.BytesWritten, CPU: cpu, Wall: wall, PeakHeap: peak,
+	for _, s := range l.Segments() {
+		if s.BaseOffset < end {
+			written += s.Size
+		}
+	}
+	return Result{DirtyBytes: dirty, Written: written, CPU: cpu, Wall: wall, PeakHeap: peak,
 		Mallocs: ms1.Mallocs - ms0.Mallocs, AllocBytes: ms1.TotalAlloc - ms0.TotalAlloc}, nil
 }
