@@ -23,9 +23,10 @@ type segmentReader struct {
 	// read buffer), so a pass over big segments stops soon when its log
 	// is paused, deleted or no longer compacted.
 	abort func() bool
-	// headers makes next return only each batch's 61-byte header, read
-	// in small chunks, so a scan of the batch headers does not read the
-	// records; whole returns the current batch when it is needed.
+	// headers makes next return only each batch's 61-byte header (after
+	// a big batch reading only that), so a scan of the batch headers
+	// does not read big batches' records; whole returns the current
+	// batch when it is needed.
 	headers bool
 	// verify makes next check each batch's CRC. Callers that clear it
 	// check every batch themselves (recordbatch's record walk does).
@@ -38,6 +39,7 @@ type segmentReader struct {
 const (
 	readChunk   = 1 << 20
 	headerChunk = 4 << 10
+	bigBatch    = 64 << 10
 )
 
 // maxBatchBytes bounds one batch: no segment batch can exceed a segment,
@@ -113,7 +115,11 @@ func (r *segmentReader) window(pos, n int64) ([]byte, error) {
 		return r.buf[off : off+n], nil
 	}
 	chunk := int64(readChunk)
-	if r.headers {
+	if r.headers && r.curN >= bigBatch {
+		// After a big batch, read just the next header: reading the
+		// records too would copy bytes nobody looks at. Small batches
+		// are read in whole chunks, one call (and no allocation in
+		// the log's read path) per chunk rather than per batch.
 		chunk = headerChunk
 	}
 	want := min(max(n, chunk), r.size-pos)
