@@ -23,7 +23,8 @@
 //
 // # A pass (pass.go)
 //
-//  1. Scan every batch header of the log (txn.go): aborted transactions
+//  1. Scan every batch header of the log (txn.go; headers only, and a
+//     control batch's record): aborted transactions
 //     and open ones, from the log itself, so a pass sees exactly the
 //     batches it rewrites; each segment's first batch timestamp; the
 //     record counts that size the offset map.
@@ -33,8 +34,11 @@
 //     the active segment's base and the first segment inside
 //     min.compaction.lag.ms, rounded down to a segment's base offset.
 //  3. The offset map (offsetmap.go): key MD5 -> last offset, 24 bytes a
-//     slot, bounded by the thread's share of log.cleaner.dedupe.buffer.size;
-//     when full the pass ends where it got to (a partial pass).
+//     slot, bounded by the thread's share of log.cleaner.dedupe.buffer.size
+//     (plus two bits per dirty offset, at most 1/48 of it, saying which
+//     records the map holds and which a later one replaced, so the rewrite
+//     does not look every key up again); when full the pass ends where it
+//     got to (a partial pass).
 //  4. Rewrite every segment from the log's start up to the map's latest
 //     offset + 1, in Kafka's groups (groupSegmentsBySize: consecutive
 //     segments while their log bytes stay within segment.bytes, their
@@ -43,7 +47,10 @@
 //     becomes one segment: "<base>.log.cleaned" and, through
 //     partition's WriteCleanedTxnIndex, "<base>.txnindex.cleaned",
 //     which partition's ReplaceSegments swaps in through .swap and
-//     .deleted files (indexes rebuilt from the new .log). Batches keep
+//     .deleted files (indexes rebuilt from the new .log). A batch that
+//     keeps every record and needs no horizon is copied unchanged; others
+//     are re-encoded (rebuild.go) with the bytes recordbatch.Build would
+//     write (TestPassOutputGolden pins them). Batches keep
 //     their offsets, timestamps, producer fields and codec; tombstones
 //     and transaction markers get a delete horizon (KIP-534) and go at
 //     the first pass past it.

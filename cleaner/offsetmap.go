@@ -3,6 +3,7 @@ package cleaner
 import (
 	"crypto/md5"
 	"encoding/binary"
+	"math/bits"
 )
 
 // offsetMap maps a key to the last offset it was seen at over the dirty
@@ -28,6 +29,15 @@ type offsetMap struct {
 	latestOffset int64
 	lookups      int64
 	probes       int64
+	// Beside the slots, two bitsets over the offsets from bitBase (the
+	// first dirty offset): putBits marks the offsets whose record went
+	// into the map, deadBits those a later record of the same key (the
+	// same MD5) replaced. For such an offset the rewrite learns what get
+	// would tell it, whether the record is its key's latest, without
+	// hashing the key again and probing a slot far away in memory. They
+	// cover at most 2*maxSlots offsets, which costs 1/48 of the buffer.
+	bitBase, bitN     int64
+	putBits, deadBits []uint64
 }
 
 const (
@@ -50,7 +60,18 @@ func newOffsetMap(bufBytes int64) *offsetMap {
 // The map then has the slots of the whole buffer, or fewer when even then
 // the records could not fill it: the pass ends exactly where it would
 // with the whole buffer.
-func (m *offsetMap) reset(records int64) {
+func (m *offsetMap) reset(records int64) { m.resetFrom(records, 0, 0) }
+
+// resetFrom is reset with the bitsets over the span offsets from base.
+func (m *offsetMap) resetFrom(records, base, span int64) {
+	m.bitBase, m.bitN = base, min(max(span, 0), 2*int64(m.maxSlots))
+	words := int((m.bitN + 63) / 64)
+	if cap(m.putBits) < words {
+		m.putBits, m.deadBits = make([]uint64, words), make([]uint64, words)
+	}
+	m.putBits, m.deadBits = m.putBits[:words], m.deadBits[:words]
+	clear(m.putBits)
+	clear(m.deadBits)
 	n := m.maxSlots
 	if need := float64(records)/loadFactor + 2; need < float64(n) {
 		n = int(need)
@@ -75,7 +96,10 @@ func (m *offsetMap) utilization() float64 { return float64(m.entries) / float64(
 // find returns the slot for hash h: the one holding it or the empty one
 // where it would go (linear probing; the map is never completely full).
 func (m *offsetMap) find(h *[hashSize]byte) (int, bool) {
-	i := int(binary.BigEndian.Uint64(h[:8]) % uint64(m.n))
+	// The slot from the hash's top 64 bits scaled to n (a multiply, not
+	// a division).
+	hi, _ := bits.Mul64(binary.BigEndian.Uint64(h[:8]), uint64(m.n))
+	i := int(hi)
 	m.lookups++
 	for {
 		m.probes++
@@ -101,9 +125,31 @@ func (m *offsetMap) put(key []byte, offset int64) {
 	if !found {
 		copy(s, h[:])
 		m.entries++
+	} else {
+		setBit(m.deadBits, int64(binary.BigEndian.Uint64(s[hashSize:]))-1-m.bitBase, m.bitN)
 	}
 	binary.BigEndian.PutUint64(s[hashSize:], uint64(offset+1))
+	setBit(m.putBits, offset-m.bitBase, m.bitN)
 	m.latestOffset = offset
+}
+
+func setBit(bs []uint64, i, n int64) {
+	if i >= 0 && i < n {
+		bs[i>>6] |= 1 << (i & 63)
+	}
+}
+
+// superseded reports whether the key of the record at offset has a later
+// offset in the map: get(key) > offset, answered from the bitsets when
+// the record went into the map.
+func (m *offsetMap) superseded(key []byte, offset int64) bool {
+	if i := offset - m.bitBase; i >= 0 && i < m.bitN {
+		w, b := i>>6, uint64(1)<<(i&63)
+		if m.putBits[w]&b != 0 {
+			return m.deadBits[w]&b != 0
+		}
+	}
+	return m.get(key) > offset
 }
 
 // get returns the latest offset of key, -1 if absent.

@@ -139,6 +139,8 @@ type pass struct {
 	// in garbage per pass).
 	scratch  []byte
 	kept     []recordbatch.Record
+	out      []byte // cleanGroup's write buffer
+	raw      []byte // a rebuilt compressed batch's records, before compression
 	throttle *throttler
 	abort    func() bool // true when the pass must stop
 	stats    Stats
@@ -159,6 +161,10 @@ func (p *pass) scanLog() error {
 	for _, s := range p.segs {
 		r := newSegmentReader(p.log, s.BaseOffset, s.Size, p.buf, p.throttle, &p.stats.BytesRead)
 		r.abort = p.abort
+		// Headers only: the records are read (and checked) by the map
+		// and the rewrite, which need them; a control batch's type
+		// needs its record.
+		r.headers = true
 		first := true
 		for {
 			b, _, err := r.next()
@@ -175,7 +181,11 @@ func (p *pass) scanLog() error {
 			}
 			ct := int16(-1)
 			if h.Control() {
-				if ct, err = p.controlType(b); err != nil {
+				whole, err := r.whole()
+				if err != nil {
+					return err
+				}
+				if ct, err = p.controlType(whole); err != nil {
 					return err
 				}
 			}
@@ -191,9 +201,11 @@ func (p *pass) scanLog() error {
 	return nil
 }
 
+// controlType returns a control batch's type (-1 without a record),
+// having checked its CRC.
 func (p *pass) controlType(b []byte) (int16, error) {
 	if recordbatch.Header(b).RecordCount() == 0 {
-		return -1, nil
+		return -1, recordbatch.Header(b).CheckCRC()
 	}
 	ct := int16(-1)
 	err := recordbatch.ForEachRecordScratch(b, &p.scratch, p.opts.MaxDecompressedBytes, func(r recordbatch.Record) error {
@@ -220,7 +232,7 @@ func (p *pass) buildMap() error {
 	for i := segmentHolding(p.segs, start); i < len(p.segs) && p.segs[i].BaseOffset < p.rng.firstUncleanable; i++ {
 		records += p.scan.records[p.segs[i].BaseOffset]
 	}
-	m.reset(records)
+	m.resetFrom(records, start, p.rng.firstUncleanable-start)
 	// Only transactions whose marker the scan will meet: one aborted
 	// before the first segment scanned would otherwise stay "ongoing" and
 	// hide its producer's later committed data (Kafka's
@@ -238,6 +250,7 @@ func (p *pass) buildMap() error {
 		s := p.segs[i]
 		r := newSegmentReader(p.log, s.BaseOffset, s.Size, p.buf, p.throttle, &p.stats.MapBytesRead)
 		r.abort = p.abort
+		r.verify = false // each batch is checked below, once
 		full := false
 		for !full {
 			b, _, err := r.next()
@@ -271,6 +284,8 @@ func (p *pass) buildMap() error {
 				if err != nil && !errors.Is(err, errStop) {
 					return err
 				}
+			} else if err := h.CheckCRC(); err != nil {
+				return err
 			}
 			if !full && h.LastOffset() >= start {
 				m.latestOffset = h.LastOffset()
@@ -398,7 +413,10 @@ func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 		p.log.RemoveCleanedSegment(base)
 		return err
 	}
-	var out []byte
+	// out collects the group's output up to a write of readChunk bytes;
+	// it is kept for the next group.
+	out := p.out[:0]
+	defer func() { p.out = out[:0] }()
 	var written int64
 	flush := func() error {
 		if len(out) == 0 {
@@ -415,6 +433,7 @@ func (p *pass) cleanGroup(g []partition.SegmentInfo, txn *txnMetadata) error {
 	for _, s := range g {
 		r := newSegmentReader(p.log, s.BaseOffset, s.Size, p.buf, p.throttle, &p.stats.BytesRead)
 		r.abort = p.abort
+		r.verify = false // filterBatch checks each batch, once
 		for {
 			b, _, err := r.next()
 			if err != nil {
@@ -489,6 +508,13 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 	} else {
 		canDiscard = txn.onBatch(h)
 		discardRecords = canDiscard
+		if discardRecords {
+			// Not walked below: checked here (a header kept from it
+			// must not be a corrupt one).
+			if err := h.CheckCRC(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The last batch of an active producer stays, even emptied: its last
 	// data batch, or when its epoch has none, its control batches of
@@ -534,7 +560,7 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 				keep = false
 			default:
 				retainDelete := !h.HasDeleteHorizon() || p.now < h.BaseTimestamp()
-				keep = off >= p.offsetMap.get(r.Key) && (r.Value != nil || retainDelete)
+				keep = !p.offsetMap.superseded(r.Key, off) && (r.Value != nil || retainDelete)
 			}
 			if keep {
 				if r.Value == nil && !h.Control() {
@@ -594,12 +620,7 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 	if h.LogAppendTime() {
 		maxTs = h.MaxTimestamp()
 	}
-	nb, err := recordbatch.Build(spec, kept)
-	if err != nil {
-		return nil, err
-	}
-	recordbatch.Header(nb).SetMaxTimestamp(maxTs) // exactly: Build reads 0 as "compute"
-	return append(out, nb...), nil
+	return appendRebuilt(out, &p.raw, spec, kept, maxTs)
 }
 
 // appendEmptyHeader appends the header-only copy of h Kafka writes for a
@@ -607,14 +628,10 @@ func (p *pass) filterBatch(b []byte, txn *txnMetadata, out []byte) ([]byte, erro
 // (DefaultRecordBatch.writeEmptyHeader): no records, codec none, no
 // horizon, baseTimestamp -1, the original maxTimestamp and lastOffsetDelta.
 func appendEmptyHeader(out []byte, h recordbatch.Header) ([]byte, error) {
+	var raw []byte // unused: no records, no codec
 	spec := h.Spec()
 	spec.Codec = recordbatch.None
 	spec.DeleteHorizon = false
 	spec.BaseTimestamp = -1
-	nb, err := recordbatch.Build(spec, nil)
-	if err != nil {
-		return nil, err
-	}
-	recordbatch.Header(nb).SetMaxTimestamp(h.MaxTimestamp())
-	return append(out, nb...), nil
+	return appendRebuilt(out, &raw, spec, nil, h.MaxTimestamp())
 }

@@ -54,7 +54,7 @@ var (
 	flagVerbose    = flag.Bool("v", false, "print the broker's log")
 	flagCodec      = flag.String("compression", "none", "producer compression for the throughput runs: none, gzip, snappy, lz4 or zstd; with a codec the values are compressible JSON-like text instead of random bytes")
 	flagDebugAddr  = flag.String("debug-addr", "", "pass --debug-addr `ADDR` (a loopback host:port) to the throughput runs' broker, to take profiles from it while it runs")
-	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency, fsync (many producers with and without log.flush.interval.messages=1: fsync.go)")
+	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency, fsync (many producers with and without log.flush.interval.messages=1: fsync.go), cleaner (one log cleaner pass in this process, cleaner.go)")
 )
 
 func main() {
@@ -95,7 +95,7 @@ func run() error {
 	measure := map[string]bool{}
 	for _, m := range strings.Split(*flagMeasure, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case "startup", "throughput", "produce", "latency", "fsync":
+		case "startup", "throughput", "produce", "latency", "fsync", "cleaner":
 			measure[m] = true
 		default:
 			return fmt.Errorf("unknown measurement %q", m)
@@ -249,6 +249,13 @@ func run() error {
 		if err := measureFsync(peers, tmp, add, func(p peer, m string, v float64) { record(p, metric(m), v) }); err != nil {
 			return err
 		}
+	}
+	if measure["cleaner"] {
+		cr, err := measureCleaner(tmp, *flagRuns)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, cr...)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "measurement\tresult\t\t\tconditions")
