@@ -1,0 +1,615 @@
+package main
+
+// The memory measurement (-measure memory): issue 15's bounds on memory,
+// each on a fresh broker with its admin listener on, so that the broker's
+// Go heap can be read from /metrics (go_memstats_heap_inuse_bytes):
+//
+//   - rss: -mem-stream bytes produced and consumed at once through a topic
+//     whose retention deletes old segments while it runs (so the disk holds
+//     a few GB, not all of it); the producer waits whenever it is more than
+//     memLag ahead of the consumer, so retention never deletes what the
+//     consumer has not read, and the consumer checks that it saw every
+//     offset. RSS after (and the peak sampled while it ran).
+//   - heap: a -mem-log byte log is produced, then one consumer reads it from
+//     the start: heap in use before, the peak sampled while it reads, after.
+//   - partitions: -mem-topics topics of -mem-topic-partitions partitions,
+//     one record in each; the broker is restarted on that data dir: the time
+//     from exec to a served Metadata, and RSS when idle.
+//   - connections: RSS with -mem-conns idle connections (each has done
+//     ApiVersions and Metadata) minus RSS without.
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcompatd/kcompatd/integration/harness"
+)
+
+var (
+	flagMemParts      = flag.String("mem", "rss,heap,partitions,connections", "with -measure memory: which memory figures to measure (rss, heap, partitions, connections)")
+	flagMemStream     = flag.Int64("mem-stream", 20<<30, "with -measure memory: bytes of values produced and consumed for the RSS figure")
+	flagMemLog        = flag.Int64("mem-log", 10<<30, "with -measure memory: bytes of values in the log the heap figure's consumer reads from the start")
+	flagMemTopics     = flag.Int("mem-topics", 100, "with -measure memory: topics for the partitions figure")
+	flagMemTopicParts = flag.Int("mem-topic-partitions", 100, "with -measure memory: partitions per topic for the partitions figure")
+	flagMemConns      = flag.Int("mem-conns", 1000, "with -measure memory: idle connections for the connections figure")
+)
+
+// The rss figure's topic: segments of memSegment bytes, memRetention bytes
+// kept per partition, and the producer at most memLag ahead of the consumer
+// (under what retention keeps of a partition, even if every lagging record
+// were in one).
+const (
+	memSegment   = 128 << 20
+	memRetention = 512 << 20
+	memLag       = 256 << 20
+)
+
+// memBroker is a kcompatd started for a memory figure, with its metrics URL.
+type memBroker struct {
+	b       *harness.Broker
+	dir     string
+	metrics string
+}
+
+func startMem(bin, tmp, dir string, configs ...string) (*memBroker, error) {
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	if *flagDebugAddr != "" {
+		args = []string{"--debug-addr", *flagDebugAddr}
+	}
+	configs = append(configs, fmt.Sprintf("kcompatd.metrics.listener=127.0.0.1:%d", port))
+	var b *harness.Broker
+	if dir == "" {
+		b, dir, err = startArgs(bin, tmp, args, configs...)
+	} else {
+		b, err = startIn(bin, dir, args, configs...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &memBroker{b: b, dir: dir, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}, nil
+}
+
+// metric reads one unlabelled sample of the broker's /metrics.
+func (m *memBroker) metric(name string) (float64, error) {
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(m.metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", m.metrics, resp.Status)
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no sample of %s", m.metrics, name)
+}
+
+func (m *memBroker) heap() (float64, error) { return m.metric("go_memstats_heap_inuse_bytes") }
+
+// sampler records the peak of RSS and heap every 250 ms until stopped.
+type sampler struct {
+	stopc      chan struct{}
+	done       chan struct{}
+	rss, heap  float64
+	lastErrMsg string
+}
+
+func (m *memBroker) sample() *sampler {
+	s := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if r, err := m.b.RSS(); err == nil {
+				s.rss = max(s.rss, float64(r))
+			}
+			if h, err := m.heap(); err == nil {
+				s.heap = max(s.heap, h)
+			} else {
+				s.lastErrMsg = err.Error()
+			}
+			select {
+			case <-s.stopc:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) stop() { close(s.stopc); <-s.done }
+
+// settle lets the broker's GC return memory after a run: two scavenger
+// periods, bounded.
+func settle() { time.Sleep(5 * time.Second) }
+
+func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/1e6) }
+
+// measureMemory runs the figures -mem asks for and adds their rows.
+func measureMemory(bin, tmp string, addRow func(cols ...string)) error {
+	add := func(cols ...string) {
+		progress("%s", strings.Join(cols, " | "))
+		addRow(cols...)
+	}
+	for _, part := range strings.Split(*flagMemParts, ",") {
+		var err error
+		switch part = strings.TrimSpace(part); part {
+		case "rss":
+			err = memStream(bin, tmp, add)
+		case "heap":
+			err = memHeap(bin, tmp, add)
+		case "partitions":
+			err = memPartitions(bin, tmp, add)
+		case "connections":
+			err = memConnections(bin, tmp, add)
+		default:
+			err = fmt.Errorf("-mem: unknown figure %q (rss, heap, partitions, connections)", part)
+		}
+		if err != nil {
+			return fmt.Errorf("memory %s: %w", part, err)
+		}
+	}
+	return nil
+}
+
+func randomValues() [][]byte {
+	values := make([][]byte, 64)
+	for i := range values {
+		values[i] = make([]byte, *flagRecordSize)
+		_, _ = rand.Read(values[i])
+	}
+	return values
+}
+
+// memStream produces and consumes -mem-stream bytes at once.
+func memStream(bin, tmp string, add func(cols ...string)) error {
+	m, err := startMem(bin, tmp, "", "log.retention.check.interval.ms=1000")
+	if err != nil {
+		return err
+	}
+	defer stop(m.b, m.dir)
+	idempotent, err := supportsIdempotence(&kcompatdServer{m.b, m.dir})
+	if err != nil {
+		return err
+	}
+	const topic = "mem-stream"
+	if err := createTopicConfigs(m.b.Addr, topic, int32(*flagPartitions), map[string]*string{
+		"segment.bytes":   kadm.StringPtr(strconv.Itoa(memSegment)),
+		"retention.bytes": kadm.StringPtr(strconv.Itoa(memRetention)),
+	}); err != nil {
+		return err
+	}
+	n := int64(*flagMemStream / int64(*flagRecordSize))
+	progress("memory rss: producing and consuming %d MB at once", n*int64(*flagRecordSize)>>20)
+	ctx, cancel := context.WithTimeout(interruptCtx, 2*time.Hour)
+	defer cancel()
+	rss0, _ := m.b.RSS()
+	smp := m.sample()
+
+	var consumed atomic.Int64
+	lagRecords := int64(memLag / *flagRecordSize)
+	consErr := make(chan error, 1)
+	go func() { consErr <- consumeAll(ctx, m.b.Addr, topic, n, &consumed) }()
+
+	pc, err := newClientAddr(m.b.Addr, append(producerOpts(idempotent), kgo.MaxBufferedBytes(64<<20))...)
+	if err != nil {
+		return err
+	}
+	var failed atomic.Pointer[error]
+	values := randomValues()
+	t0 := time.Now()
+	for i := int64(0); i < n && ctx.Err() == nil; i++ {
+		// Bounded: the consumer advances or fails (then ctx ends).
+		for i-consumed.Load() > lagRecords && ctx.Err() == nil {
+			select {
+			case err := <-consErr:
+				pc.Close()
+				smp.stop()
+				if err == nil {
+					err = errors.New("consumer ended early")
+				}
+				return err
+			case <-time.After(time.Millisecond):
+			}
+		}
+		pc.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%int64(len(values))]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	ferr := pc.Flush(ctx)
+	pc.Close()
+	cerr := <-consErr
+	wall := time.Since(t0)
+	smp.stop()
+	if e := failed.Load(); e != nil {
+		return fmt.Errorf("produce: %w", *e)
+	}
+	if err := errors.Join(ferr, cerr); err != nil {
+		return err
+	}
+	settle()
+	rss1, err := m.b.RSS()
+	if err != nil {
+		return err
+	}
+	heap1, _ := m.heap()
+	add(fmt.Sprintf("RSS after %d GB produced and consumed", *flagMemStream>>30), mb(float64(rss1)),
+		"peak "+mb(smp.rss), "heap "+mb(heap1),
+		fmt.Sprintf("target 150 MB; idle before %s; at once, %.0f MB/s, producer at most %d MB ahead; %d partitions, segment.bytes %d MB, retention.bytes %d MB; every offset consumed",
+			mb(float64(rss0)), float64(n)*float64(*flagRecordSize)/1e6/wall.Seconds(), memLag>>20, *flagPartitions, memSegment>>20, memRetention>>20))
+	return nil
+}
+
+// consumeAll reads n records of topic from the start, counting them in
+// count, and fails if an offset is skipped (deleted before it was read).
+func consumeAll(ctx context.Context, addr, topic string, n int64, count *atomic.Int64) error {
+	cc, err := newClientAddr(addr,
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(64<<20),
+	)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	next := map[int32]int64{}
+	for count.Load() < n {
+		fs := cc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("consumed %d of %d records: %w", count.Load(), n, ctx.Err())
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return fmt.Errorf("fetch: %v", errs[0].Err)
+		}
+		var gap error
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next[r.Partition] && gap == nil {
+				gap = fmt.Errorf("partition %d: offset %d after %d: records deleted before they were read", r.Partition, r.Offset, next[r.Partition]-1)
+			}
+			next[r.Partition] = r.Offset + 1
+		})
+		if gap != nil {
+			return gap
+		}
+		count.Add(int64(fs.NumRecords()))
+	}
+	return nil
+}
+
+// memHeap produces -mem-log bytes, then reads them from the start.
+func memHeap(bin, tmp string, add func(cols ...string)) error {
+	m, err := startMem(bin, tmp, "")
+	if err != nil {
+		return err
+	}
+	defer stop(m.b, m.dir)
+	idempotent, err := supportsIdempotence(&kcompatdServer{m.b, m.dir})
+	if err != nil {
+		return err
+	}
+	const topic = "mem-log"
+	if err := createTopicConfigs(m.b.Addr, topic, int32(*flagPartitions), nil); err != nil {
+		return err
+	}
+	n := int64(*flagMemLog / int64(*flagRecordSize))
+	progress("memory heap: producing a %d MB log", n*int64(*flagRecordSize)>>20)
+	ctx, cancel := context.WithTimeout(interruptCtx, time.Hour)
+	defer cancel()
+	pc, err := newClientAddr(m.b.Addr, append(producerOpts(idempotent), kgo.MaxBufferedBytes(256<<20))...)
+	if err != nil {
+		return err
+	}
+	var failed atomic.Pointer[error]
+	values := randomValues()
+	for i := int64(0); i < n && ctx.Err() == nil; i++ {
+		pc.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%int64(len(values))]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	err = pc.Flush(ctx)
+	pc.Close()
+	if e := failed.Load(); e != nil {
+		return fmt.Errorf("produce: %w", *e)
+	}
+	if err != nil {
+		return err
+	}
+	settle()
+	before, err := m.heap()
+	if err != nil {
+		return err
+	}
+	rssBefore, _ := m.b.RSS()
+	progress("memory heap: consuming it from the start")
+	smp := m.sample()
+	var count atomic.Int64
+	err = consumeAll(ctx, m.b.Addr, topic, n, &count)
+	smp.stop()
+	if err != nil {
+		return err
+	}
+	settle()
+	after, err := m.heap()
+	if err != nil {
+		return err
+	}
+	rssAfter, _ := m.b.RSS()
+	add(fmt.Sprintf("heap while a consumer reads a %d GB log from the start", *flagMemLog>>30),
+		"before "+mb(before), "peak "+mb(smp.heap), "after "+mb(after),
+		fmt.Sprintf("go_memstats_heap_inuse_bytes, sampled every 250 ms; RSS before %s, peak %s, after %s; fetch.max.bytes 64 MB, %d partitions",
+			mb(float64(rssBefore)), mb(smp.rss), mb(float64(rssAfter)), *flagPartitions))
+	return nil
+}
+
+// memPartitions fills a data dir with -mem-topics x -mem-topic-partitions
+// partitions, then restarts the broker on it -runs times.
+func memPartitions(bin, tmp string, add func(cols ...string)) error {
+	if _, err := raiseFileLimit(*flagMemTopics * *flagMemTopicParts); err != nil {
+		return err
+	}
+	m, err := startMem(bin, tmp, "")
+	if err != nil {
+		return err
+	}
+	dir := m.dir
+	defer os.RemoveAll(dir)
+	total := *flagMemTopics * *flagMemTopicParts
+	nofile, err := raiseFileLimit(total)
+	if err != nil {
+		_ = m.b.Stop(30 * time.Second)
+		return err
+	}
+	progress("memory partitions: creating %d topics x %d partitions", *flagMemTopics, *flagMemTopicParts)
+	if err := fillPartitions(m.b.Addr); err != nil {
+		_ = m.b.Stop(30 * time.Second)
+		return err
+	}
+	if err := m.b.Stop(2 * time.Minute); err != nil {
+		return fmt.Errorf("stopping the broker that filled the data dir: %w", err)
+	}
+	var starts []time.Duration
+	var rss, heaps []float64
+	for i := range *flagRuns {
+		progress("memory partitions: start %d/%d on %d partitions", i+1, *flagRuns, total)
+		d, r, h, err := startOnExisting(bin, dir)
+		if err != nil {
+			return err
+		}
+		starts, rss, heaps = append(starts, d), append(rss, r), append(heaps, h)
+	}
+	add(fmt.Sprintf("start-up with %d partitions", total), fmt.Sprintf("%.0f ms", ms(median(starts))),
+		fmt.Sprintf("(%.0f-%.0f)", ms(minD(starts)), ms(maxD(starts))), "",
+		fmt.Sprintf("target 2 s; exec to a served Metadata on an existing data dir (%d topics x %d, one record each, clean shutdown); median of %d", *flagMemTopics, *flagMemTopicParts, len(starts)))
+	add(fmt.Sprintf("idle RSS with %d partitions", total), mb(medianF(rss)), "heap "+mb(medianF(heaps)), "",
+		fmt.Sprintf("target 300 MB; 5 s after the served Metadata; RLIMIT_NOFILE %d", nofile))
+	return nil
+}
+
+func minD(ds []time.Duration) time.Duration { return slices.Min(ds) }
+func maxD(ds []time.Duration) time.Duration { return slices.Max(ds) }
+
+// fillPartitions creates the topics and writes one record to each partition.
+func fillPartitions(addr string) error {
+	cl, err := newClientAddr(addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(interruptCtx, 30*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	const perRequest = 20
+	for t := 0; t < *flagMemTopics; t += perRequest {
+		var names []string
+		for i := t; i < min(t+perRequest, *flagMemTopics); i++ {
+			names = append(names, memTopic(i))
+		}
+		resp, err := adm.CreateTopics(ctx, int32(*flagMemTopicParts), 1, nil, names...)
+		if err != nil {
+			return err
+		}
+		if err := resp.Error(); err != nil {
+			return err
+		}
+	}
+	var failed atomic.Pointer[error]
+	value := make([]byte, *flagRecordSize)
+	for t := range *flagMemTopics {
+		for p := range *flagMemTopicParts {
+			cl.Produce(ctx, &kgo.Record{Topic: memTopic(t), Partition: int32(p), Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if e := failed.Load(); e != nil {
+		return fmt.Errorf("produce: %w", *e)
+	}
+	return nil
+}
+
+func memTopic(i int) string { return fmt.Sprintf("mem-%04d", i) }
+
+// startOnExisting starts a broker on dir and returns the time from exec to
+// a served Metadata, and its RSS and heap 5 s later; it stops the broker
+// and keeps dir.
+func startOnExisting(bin, dir string) (time.Duration, float64, float64, error) {
+	port, err := harness.FreePort()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	mport, err := harness.FreePort()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	d, b, err := timeStart(bin, dir, port, fmt.Sprintf("kcompatd.metrics.listener=127.0.0.1:%d", mport))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer func() {
+		if err := b.Stop(2 * time.Minute); err != nil {
+			progress("broker shutdown: %v", err)
+		}
+		forget(b)
+	}()
+	settle()
+	rss, err := b.RSS()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	mbk := &memBroker{b: b, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)}
+	h, err := mbk.heap()
+	return d, float64(rss), h, err
+}
+
+// memConnections opens -mem-conns idle connections.
+func memConnections(bin, tmp string, add func(cols ...string)) error {
+	m, err := startMem(bin, tmp, "", fmt.Sprintf("max.connections.per.ip=%d", *flagMemConns+100))
+	if err != nil {
+		return err
+	}
+	defer stop(m.b, m.dir)
+	settle()
+	rss0, err := m.b.RSS()
+	if err != nil {
+		return err
+	}
+	heap0, _ := m.heap()
+	progress("memory connections: opening %d connections", *flagMemConns)
+	conns := make([]net.Conn, 0, *flagMemConns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range *flagMemConns {
+		c, err := net.DialTimeout("tcp", m.b.Addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+		if err := greet(c); err != nil {
+			return err
+		}
+	}
+	settle()
+	rss1, err := m.b.RSS()
+	if err != nil {
+		return err
+	}
+	heap1, _ := m.heap()
+	n := float64(len(conns))
+	add(fmt.Sprintf("%d idle connections", len(conns)), mb(float64(rss1-rss0)),
+		fmt.Sprintf("%.1f KB each", float64(rss1-rss0)/n/1e3), "heap "+mb(heap1-heap0),
+		fmt.Sprintf("target 100 MB; RSS with them (%s) minus without (%s); each did ApiVersions v3 and Metadata v12", mb(float64(rss1)), mb(float64(rss0))))
+	return nil
+}
+
+// greet sends ApiVersions and Metadata on c and reads both answers, as a
+// client does when it connects.
+func greet(c net.Conn) error {
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "bench", "1"
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
+	for i, req := range []kmsg.Request{av, md} {
+		if _, err := c.Write(f.AppendRequest(nil, req, int32(i+1))); err != nil {
+			return err
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return err
+		}
+		n := binary.BigEndian.Uint32(size[:])
+		if n < 4 || n > 16<<20 {
+			return errors.New("response size out of range")
+		}
+		if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createTopicConfigs creates topic with partitions and topic configs.
+func createTopicConfigs(addr, topic string, partitions int32, configs map[string]*string) error {
+	cl, err := newClientAddr(addr)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(interruptCtx, 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, configs, topic)
+	if err != nil {
+		return err
+	}
+	return resp.Err
+}
+
+// raiseFileLimit raises the bench's RLIMIT_NOFILE, which the brokers it
+// starts inherit, to what partitions partitions need: the store refuses
+// partitions past half the limit at four descriptors each
+// (partition/partition_limits.go). Raising the hard limit needs root.
+func raiseFileLimit(partitions int) (uint64, error) {
+	want := uint64(partitions)*8 + 1024
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+		return 0, err
+	}
+	if r.Cur >= want {
+		return r.Cur, nil
+	}
+	n := syscall.Rlimit{Cur: want, Max: max(r.Max, want)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n); err != nil {
+		return 0, fmt.Errorf("%d partitions need RLIMIT_NOFILE %d (the limit is %d, hard %d, enough for %d partitions; run as a user who may raise it, or with fewer -mem-topics): %w",
+			partitions, want, r.Cur, r.Max, (r.Max-1024)/8, err)
+	}
+	return want, nil
+}
