@@ -22,10 +22,10 @@ var interruptCtx, interrupt = context.WithCancel(context.Background())
 
 // live is the registry of running brokers.
 var live struct {
-	mu        sync.Mutex
-	stopping  bool
-	inStart   int
-	byID      map[any]func()
+	mu       sync.Mutex
+	stopping bool
+	inStart  int
+	byID     map[any]func()
 }
 
 // starting is called before a broker process is started: it fails once the
