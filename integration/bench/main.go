@@ -344,7 +344,7 @@ func measureStartup(bin, tmp string) (time.Duration, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	d, b, err := timeStart(bin, dir, port)
+	d, b, err := timeStart(bin, dir, port, nil)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -358,7 +358,7 @@ func measureStartup(bin, tmp string) (time.Duration, int64, error) {
 
 // timeStart starts a broker on dir listening on port and returns the time
 // from exec to the first Metadata response; the caller stops the broker.
-func timeStart(bin, dir string, port int, configs ...string) (time.Duration, *harness.Broker, error) {
+func timeStart(bin, dir string, port int, args []string, configs ...string) (time.Duration, *harness.Broker, error) {
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 	type served struct {
 		at  time.Time
@@ -383,7 +383,7 @@ func timeStart(bin, dir string, port int, configs ...string) (time.Duration, *ha
 			}
 		}
 	}()
-	b, err := startOpts(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Logf: logf, Port: port}, dir)
+	b, err := startOpts(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Args: args, Logf: logf, Port: port}, dir)
 	if err != nil {
 		close(done)
 		<-servedCh

@@ -68,6 +68,7 @@ type memBroker struct {
 	b       *harness.Broker
 	dir     string
 	metrics string
+	debug   string // --debug-addr
 }
 
 func startMem(bin, tmp, dir string, configs ...string) (*memBroker, error) {
@@ -75,10 +76,15 @@ func startMem(bin, tmp, dir string, configs ...string) (*memBroker, error) {
 	if err != nil {
 		return nil, err
 	}
-	var args []string
-	if *flagDebugAddr != "" {
-		args = []string{"--debug-addr", *flagDebugAddr}
+	debug := *flagDebugAddr
+	if debug == "" {
+		dport, err := harness.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		debug = fmt.Sprintf("127.0.0.1:%d", dport)
 	}
+	args := []string{"--debug-addr", debug}
 	configs = append(configs, fmt.Sprintf("kcompatd.metrics.listener=127.0.0.1:%d", port))
 	var b *harness.Broker
 	if dir == "" {
@@ -89,7 +95,7 @@ func startMem(bin, tmp, dir string, configs ...string) (*memBroker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memBroker{b: b, dir: dir, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}, nil
+	return &memBroker{b: b, dir: dir, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), debug: debug}, nil
 }
 
 // metric reads one unlabelled sample of the broker's /metrics.
@@ -117,6 +123,23 @@ func (m *memBroker) metric(name string) (float64, error) {
 }
 
 func (m *memBroker) heap() (float64, error) { return m.metric("go_memstats_heap_inuse_bytes") }
+
+// liveHeap is the heap in use right after a garbage collection, which the
+// debug listener's heap profile with gc=1 runs: what the broker holds, not
+// the garbage a GC cycle has yet to free.
+func (m *memBroker) liveHeap() (float64, error) {
+	cl := &http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + m.debug + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<20))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	return m.heap()
+}
 
 // sampler records the peak of RSS and heap every 250 ms until stopped.
 type sampler struct {
@@ -268,9 +291,9 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	heap1, _ := m.heap()
+	heap1, _ := m.liveHeap()
 	add(fmt.Sprintf("RSS after %d GB produced and consumed", *flagMemStream>>30), mb(float64(rss1)),
-		"peak "+mb(smp.rss), "heap "+mb(heap1),
+		"peak "+mb(smp.rss), "live heap "+mb(heap1),
 		fmt.Sprintf("target 150 MB; idle before %s; at once, %.0f MB/s, producer at most %d MB ahead; %d partitions, segment.bytes %d MB, retention.bytes %d MB; every offset consumed",
 			mb(float64(rss0)), float64(n)*float64(*flagRecordSize)/1e6/wall.Seconds(), memLag>>20, *flagPartitions, memSegment>>20, memRetention>>20))
 	return nil
@@ -353,7 +376,7 @@ func memHeap(bin, tmp string, add func(cols ...string)) error {
 		return err
 	}
 	settle()
-	before, err := m.heap()
+	before, err := m.liveHeap()
 	if err != nil {
 		return err
 	}
@@ -367,14 +390,14 @@ func memHeap(bin, tmp string, add func(cols ...string)) error {
 		return err
 	}
 	settle()
-	after, err := m.heap()
+	after, err := m.liveHeap()
 	if err != nil {
 		return err
 	}
 	rssAfter, _ := m.b.RSS()
 	add(fmt.Sprintf("heap while a consumer reads a %d GB log from the start", *flagMemLog>>30),
 		"before "+mb(before), "peak "+mb(smp.heap), "after "+mb(after),
-		fmt.Sprintf("go_memstats_heap_inuse_bytes, sampled every 250 ms; RSS before %s, peak %s, after %s; fetch.max.bytes 64 MB, %d partitions",
+		fmt.Sprintf("go_memstats_heap_inuse_bytes: before and after right after a forced GC (live heap), peak sampled every 250 ms (GOGC lets garbage reach about the live heap); RSS before %s, peak %s, after %s; fetch.max.bytes 64 MB, %d partitions",
 			mb(float64(rssBefore)), mb(smp.rss), mb(float64(rssAfter)), *flagPartitions))
 	return nil
 }
@@ -418,7 +441,7 @@ func memPartitions(bin, tmp string, add func(cols ...string)) error {
 	add(fmt.Sprintf("start-up with %d partitions", total), fmt.Sprintf("%.0f ms", ms(median(starts))),
 		fmt.Sprintf("(%.0f-%.0f)", ms(minD(starts)), ms(maxD(starts))), "",
 		fmt.Sprintf("target 2 s; exec to a served Metadata on an existing data dir (%d topics x %d, one record each, clean shutdown); median of %d", *flagMemTopics, *flagMemTopicParts, len(starts)))
-	add(fmt.Sprintf("idle RSS with %d partitions", total), mb(medianF(rss)), "heap "+mb(medianF(heaps)), "",
+	add(fmt.Sprintf("idle RSS with %d partitions", total), mb(medianF(rss)), "live heap "+mb(medianF(heaps)), "",
 		fmt.Sprintf("target 300 MB; 5 s after the served Metadata; RLIMIT_NOFILE %d", nofile))
 	return nil
 }
@@ -480,11 +503,13 @@ func startOnExisting(bin, dir string) (time.Duration, float64, float64, error) {
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	mport, err := harness.FreePort()
-	if err != nil {
+	mport, err1 := harness.FreePort()
+	dport, err2 := harness.FreePort()
+	if err := errors.Join(err1, err2); err != nil {
 		return 0, 0, 0, err
 	}
-	d, b, err := timeStart(bin, dir, port, fmt.Sprintf("kcompatd.metrics.listener=127.0.0.1:%d", mport))
+	debug := fmt.Sprintf("127.0.0.1:%d", dport)
+	d, b, err := timeStart(bin, dir, port, []string{"--debug-addr", debug}, fmt.Sprintf("kcompatd.metrics.listener=127.0.0.1:%d", mport))
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -499,8 +524,8 @@ func startOnExisting(bin, dir string) (time.Duration, float64, float64, error) {
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	mbk := &memBroker{b: b, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)}
-	h, err := mbk.heap()
+	mbk := &memBroker{b: b, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport), debug: debug}
+	h, err := mbk.liveHeap()
 	return d, float64(rss), h, err
 }
 
@@ -516,7 +541,7 @@ func memConnections(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	heap0, _ := m.heap()
+	heap0, _ := m.liveHeap()
 	progress("memory connections: opening %d connections", *flagMemConns)
 	conns := make([]net.Conn, 0, *flagMemConns)
 	defer func() {
@@ -539,10 +564,10 @@ func memConnections(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	heap1, _ := m.heap()
+	heap1, _ := m.liveHeap()
 	n := float64(len(conns))
 	add(fmt.Sprintf("%d idle connections", len(conns)), mb(float64(rss1-rss0)),
-		fmt.Sprintf("%.1f KB each", float64(rss1-rss0)/n/1e3), "heap "+mb(heap1-heap0),
+		fmt.Sprintf("%.1f KB each", float64(rss1-rss0)/n/1e3), "live heap "+mb(heap1-heap0),
 		fmt.Sprintf("target 100 MB; RSS with them (%s) minus without (%s); each did ApiVersions v3 and Metadata v12", mb(float64(rss1)), mb(float64(rss0))))
 	return nil
 }
