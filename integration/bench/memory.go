@@ -182,6 +182,14 @@ func settle() { time.Sleep(5 * time.Second) }
 
 func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/1e6) }
 
+// gbs is a size in GiB, or MiB below one GiB (the flags' units).
+func gbs(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%d MB", n>>20)
+	}
+	return fmt.Sprintf("%.4g GB", float64(n)/(1<<30))
+}
+
 // measureMemory runs the figures -mem asks for and adds their rows.
 func measureMemory(bin, tmp string, addRow func(cols ...string)) error {
 	add := func(cols ...string) {
@@ -218,24 +226,63 @@ func randomValues() [][]byte {
 	return values
 }
 
+// memTopicBroker starts a broker with brokerConfigs and creates topic
+// with -partitions partitions and topicConfigs; the caller stops it. It
+// reports whether the broker takes idempotent produce.
+func memTopicBroker(bin, tmp, topic string, topicConfigs map[string]*string, brokerConfigs ...string) (*memBroker, bool, error) {
+	m, err := startMem(bin, tmp, "", brokerConfigs...)
+	if err != nil {
+		return nil, false, err
+	}
+	idempotent, err := supportsIdempotence(&kcompatdServer{m.b, m.dir})
+	if err == nil {
+		err = createTopicConfigs(m.b.Addr, topic, int32(*flagPartitions), topicConfigs)
+	}
+	if err != nil {
+		stop(m.b, m.dir)
+		return nil, false, err
+	}
+	return m, idempotent, nil
+}
+
+// produceN produces n records of random values to topic; before record i
+// it calls wait(i), which may hold the producer back or fail the run.
+func produceN(ctx context.Context, addr, topic string, n int64, idempotent bool, wait func(i int64) error) error {
+	pc, err := newClientAddr(addr, append(producerOpts(idempotent), kgo.MaxBufferedBytes(64<<20))...)
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	var failed atomic.Pointer[error]
+	values := randomValues()
+	for i := int64(0); i < n && ctx.Err() == nil; i++ {
+		if err := wait(i); err != nil {
+			return err
+		}
+		pc.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%int64(len(values))]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	err = pc.Flush(ctx)
+	if e := failed.Load(); e != nil {
+		return fmt.Errorf("produce: %w", *e)
+	}
+	return err
+}
+
 // memStream produces and consumes -mem-stream bytes at once.
 func memStream(bin, tmp string, add func(cols ...string)) error {
-	m, err := startMem(bin, tmp, "", "log.retention.check.interval.ms=1000")
+	const topic = "mem-stream"
+	m, idempotent, err := memTopicBroker(bin, tmp, topic, map[string]*string{
+		"segment.bytes":   kadm.StringPtr(strconv.Itoa(memSegment)),
+		"retention.bytes": kadm.StringPtr(strconv.Itoa(memRetention)),
+	}, "log.retention.check.interval.ms=1000")
 	if err != nil {
 		return err
 	}
 	defer stop(m.b, m.dir)
-	idempotent, err := supportsIdempotence(&kcompatdServer{m.b, m.dir})
-	if err != nil {
-		return err
-	}
-	const topic = "mem-stream"
-	if err := createTopicConfigs(m.b.Addr, topic, int32(*flagPartitions), map[string]*string{
-		"segment.bytes":   kadm.StringPtr(strconv.Itoa(memSegment)),
-		"retention.bytes": kadm.StringPtr(strconv.Itoa(memRetention)),
-	}); err != nil {
-		return err
-	}
 	n := int64(*flagMemStream / int64(*flagRecordSize))
 	progress("memory rss: producing and consuming %d MB at once", n*int64(*flagRecordSize)>>20)
 	ctx, cancel := context.WithTimeout(interruptCtx, 2*time.Hour)
@@ -248,20 +295,14 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 	consErr := make(chan error, 1)
 	go func() { consErr <- consumeAll(ctx, m.b.Addr, topic, n, &consumed) }()
 
-	pc, err := newClientAddr(m.b.Addr, append(producerOpts(idempotent), kgo.MaxBufferedBytes(64<<20))...)
-	if err != nil {
-		return err
-	}
-	var failed atomic.Pointer[error]
-	values := randomValues()
 	t0 := time.Now()
-	for i := int64(0); i < n && ctx.Err() == nil; i++ {
+	consumerDone := false
+	perr := produceN(ctx, m.b.Addr, topic, n, idempotent, func(i int64) error {
 		// Bounded: the consumer advances or fails (then ctx ends).
 		for i-consumed.Load() > lagRecords && ctx.Err() == nil {
 			select {
 			case err := <-consErr:
-				pc.Close()
-				smp.stop()
+				consumerDone = true
 				if err == nil {
 					err = errors.New("consumer ended early")
 				}
@@ -269,21 +310,18 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 			case <-time.After(time.Millisecond):
 			}
 		}
-		pc.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%int64(len(values))]}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				failed.CompareAndSwap(nil, &err)
-			}
-		})
+		return nil
+	})
+	var cerr error
+	if !consumerDone {
+		if perr != nil {
+			cancel() // the consumer would wait for records that never come
+		}
+		cerr = <-consErr
 	}
-	ferr := pc.Flush(ctx)
-	pc.Close()
-	cerr := <-consErr
 	wall := time.Since(t0)
 	smp.stop()
-	if e := failed.Load(); e != nil {
-		return fmt.Errorf("produce: %w", *e)
-	}
-	if err := errors.Join(ferr, cerr); err != nil {
+	if err := errors.Join(perr, cerr); err != nil {
 		return err
 	}
 	settle()
@@ -292,7 +330,7 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 		return err
 	}
 	heap1, _ := m.liveHeap()
-	add(fmt.Sprintf("RSS after %d GB produced and consumed", *flagMemStream>>30), mb(float64(rss1)),
+	add(fmt.Sprintf("RSS after %s produced and consumed", gbs(*flagMemStream)), mb(float64(rss1)),
 		"peak "+mb(smp.rss), "live heap "+mb(heap1),
 		fmt.Sprintf("target 150 MB; idle before %s; at once, %.0f MB/s, producer at most %d MB ahead; %d partitions, segment.bytes %d MB, retention.bytes %d MB; every offset consumed",
 			mb(float64(rss0)), float64(n)*float64(*flagRecordSize)/1e6/wall.Seconds(), memLag>>20, *flagPartitions, memSegment>>20, memRetention>>20))
@@ -337,42 +375,17 @@ func consumeAll(ctx context.Context, addr, topic string, n int64, count *atomic.
 
 // memHeap produces -mem-log bytes, then reads them from the start.
 func memHeap(bin, tmp string, add func(cols ...string)) error {
-	m, err := startMem(bin, tmp, "")
+	const topic = "mem-log"
+	m, idempotent, err := memTopicBroker(bin, tmp, topic, nil)
 	if err != nil {
 		return err
 	}
 	defer stop(m.b, m.dir)
-	idempotent, err := supportsIdempotence(&kcompatdServer{m.b, m.dir})
-	if err != nil {
-		return err
-	}
-	const topic = "mem-log"
-	if err := createTopicConfigs(m.b.Addr, topic, int32(*flagPartitions), nil); err != nil {
-		return err
-	}
 	n := int64(*flagMemLog / int64(*flagRecordSize))
 	progress("memory heap: producing a %d MB log", n*int64(*flagRecordSize)>>20)
 	ctx, cancel := context.WithTimeout(interruptCtx, time.Hour)
 	defer cancel()
-	pc, err := newClientAddr(m.b.Addr, append(producerOpts(idempotent), kgo.MaxBufferedBytes(256<<20))...)
-	if err != nil {
-		return err
-	}
-	var failed atomic.Pointer[error]
-	values := randomValues()
-	for i := int64(0); i < n && ctx.Err() == nil; i++ {
-		pc.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%int64(len(values))]}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				failed.CompareAndSwap(nil, &err)
-			}
-		})
-	}
-	err = pc.Flush(ctx)
-	pc.Close()
-	if e := failed.Load(); e != nil {
-		return fmt.Errorf("produce: %w", *e)
-	}
-	if err != nil {
+	if err := produceN(ctx, m.b.Addr, topic, n, idempotent, func(int64) error { return nil }); err != nil {
 		return err
 	}
 	settle()
@@ -395,7 +408,7 @@ func memHeap(bin, tmp string, add func(cols ...string)) error {
 		return err
 	}
 	rssAfter, _ := m.b.RSS()
-	add(fmt.Sprintf("heap while a consumer reads a %d GB log from the start", *flagMemLog>>30),
+	add(fmt.Sprintf("heap while a consumer reads a %s log from the start", gbs(*flagMemLog)),
 		"before "+mb(before), "peak "+mb(smp.heap), "after "+mb(after),
 		fmt.Sprintf("go_memstats_heap_inuse_bytes: before and after right after a forced GC (live heap), peak sampled every 250 ms (GOGC lets garbage reach about the live heap); RSS before %s, peak %s, after %s; fetch.max.bytes 64 MB, %d partitions",
 			mb(float64(rssBefore)), mb(smp.rss), mb(float64(rssAfter)), *flagPartitions))
