@@ -9,7 +9,11 @@
 //     default flush policy and with log.flush.interval.messages=1 (an fsync
 //     per append, where group commit matters);
 //   - start-up time from exec to a served Metadata with an empty data dir,
-//     and resident memory when idle.
+//     and resident memory when idle;
+//   - with -measure memory, issue 15's memory bounds (memory.go).
+//
+// A SIGINT or SIGTERM stops every broker the bench started and removes its
+// temp dir (interrupt.go).
 //
 // Each figure is the median over -runs runs, each on a fresh broker and data
 // dir. With BENCH_PEERS=kafka,kfake the throughput and latency runs also go

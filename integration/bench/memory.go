@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ var (
 	flagMemTopics     = flag.Int("mem-topics", 100, "with -measure memory: topics for the partitions figure")
 	flagMemTopicParts = flag.Int("mem-topic-partitions", 100, "with -measure memory: partitions per topic for the partitions figure")
 	flagMemConns      = flag.Int("mem-conns", 1000, "with -measure memory: idle connections for the connections figure")
+	flagMemProfiles   = flag.String("mem-profiles", "", "with -measure memory: a `DIR` to save the broker's heap profile into at each live-heap reading (heap-N.pprof)")
 )
 
 // The rss figure's topic: segments of memSegment bytes, memRetention bytes
@@ -124,17 +126,33 @@ func (m *memBroker) metric(name string) (float64, error) {
 
 func (m *memBroker) heap() (float64, error) { return m.metric("go_memstats_heap_inuse_bytes") }
 
+var profileSeq atomic.Int64
+
 // liveHeap is the heap in use right after a garbage collection, which the
 // debug listener's heap profile with gc=1 runs: what the broker holds, not
 // the garbage a GC cycle has yet to free.
 func (m *memBroker) liveHeap() (float64, error) {
+	progress("memory: live heap reading %d", profileSeq.Load()+1)
 	cl := &http.Client{Timeout: 30 * time.Second}
 	resp, err := cl.Get("http://" + m.debug + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return 0, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<20))
+	var out io.Writer = io.Discard
+	if *flagMemProfiles != "" {
+		f, err := os.Create(filepath.Join(*flagMemProfiles, fmt.Sprintf("heap-%d.pprof", profileSeq.Add(1))))
+		if err != nil {
+			resp.Body.Close()
+			return 0, err
+		}
+		defer f.Close()
+		out = f
+	}
+	_, err = io.Copy(out, io.LimitReader(resp.Body, 64<<20))
 	resp.Body.Close()
+	if err != nil {
+		return 0, err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("heap profile: %s", resp.Status)
 	}
@@ -441,19 +459,19 @@ func memPartitions(bin, tmp string, add func(cols ...string)) error {
 	if err := m.b.Stop(2 * time.Minute); err != nil {
 		return fmt.Errorf("stopping the broker that filled the data dir: %w", err)
 	}
-	var starts []time.Duration
+	var starts, cpus []time.Duration
 	var rss, heaps []float64
 	for i := range *flagRuns {
 		progress("memory partitions: start %d/%d on %d partitions", i+1, *flagRuns, total)
-		d, r, h, err := startOnExisting(bin, dir)
+		f, err := startOnExisting(bin, dir)
 		if err != nil {
 			return err
 		}
-		starts, rss, heaps = append(starts, d), append(rss, r), append(heaps, h)
+		starts, cpus, rss, heaps = append(starts, f.served), append(cpus, f.cpu), append(rss, f.rss), append(heaps, f.heap)
 	}
 	add(fmt.Sprintf("start-up with %d partitions", total), fmt.Sprintf("%.0f ms", ms(median(starts))),
-		fmt.Sprintf("(%.0f-%.0f)", ms(minD(starts)), ms(maxD(starts))), "",
-		fmt.Sprintf("target 2 s; exec to a served Metadata on an existing data dir (%d topics x %d, one record each, clean shutdown); median of %d", *flagMemTopics, *flagMemTopicParts, len(starts)))
+		fmt.Sprintf("(%.0f-%.0f)", ms(minD(starts)), ms(maxD(starts))), fmt.Sprintf("CPU %.0f ms", ms(median(cpus))),
+		fmt.Sprintf("target 2 s; exec to a served Metadata (CPU: the broker's utime+stime then) on an existing data dir (%d topics x %d, one record each, clean shutdown); median of %d", *flagMemTopics, *flagMemTopicParts, len(starts)))
 	add(fmt.Sprintf("idle RSS with %d partitions", total), mb(medianF(rss)), "live heap "+mb(medianF(heaps)), "",
 		fmt.Sprintf("target 300 MB; 5 s after the served Metadata; RLIMIT_NOFILE %d", nofile))
 	return nil
@@ -508,38 +526,48 @@ func fillPartitions(addr string) error {
 
 func memTopic(i int) string { return fmt.Sprintf("mem-%04d", i) }
 
-// startOnExisting starts a broker on dir and returns the time from exec to
-// a served Metadata, and its RSS and heap 5 s later; it stops the broker
-// and keeps dir.
-func startOnExisting(bin, dir string) (time.Duration, float64, float64, error) {
-	port, err := harness.FreePort()
-	if err != nil {
-		return 0, 0, 0, err
-	}
+// startFigures are a start's: time from exec to a served Metadata, the
+// broker's CPU time then, and its RSS and live heap 5 s later.
+type startFigures struct {
+	served, cpu time.Duration
+	rss, heap   float64
+}
+
+// startOnExisting starts a broker on dir; it stops the broker and keeps
+// dir.
+func startOnExisting(bin, dir string) (f startFigures, err error) {
+	port, err0 := harness.FreePort()
 	mport, err1 := harness.FreePort()
 	dport, err2 := harness.FreePort()
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, 0, err
+	if err := errors.Join(err0, err1, err2); err != nil {
+		return f, err
 	}
 	debug := fmt.Sprintf("127.0.0.1:%d", dport)
 	d, b, err := timeStart(bin, dir, port, []string{"--debug-addr", debug}, fmt.Sprintf("kcompatd.metrics.listener=127.0.0.1:%d", mport))
 	if err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
+	f.served = d
+	cpu, cerr := b.CPUTime()
 	defer func() {
 		if err := b.Stop(2 * time.Minute); err != nil {
 			progress("broker shutdown: %v", err)
 		}
 		forget(b)
 	}()
+	if cerr != nil {
+		return f, cerr
+	}
+	f.cpu = cpu
 	settle()
 	rss, err := b.RSS()
 	if err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
+	f.rss = float64(rss)
 	mbk := &memBroker{b: b, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport), debug: debug}
-	h, err := mbk.liveHeap()
-	return d, float64(rss), h, err
+	f.heap, err = mbk.liveHeap()
+	return f, err
 }
 
 // memConnections opens -mem-conns idle connections.
