@@ -76,7 +76,10 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 	l.hw.Store(&hwMark{})
 	l.pstate = newProducerState()
 
-	_, statErr := s.fs.Stat(dir)
+	var statErr error // whether a new partition's directory was there before
+	if p.create {
+		_, statErr = s.fs.Stat(dir)
+	}
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
