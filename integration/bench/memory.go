@@ -446,18 +446,19 @@ func memPartitions(bin, tmp string, add func(cols ...string)) error {
 	dir := m.dir
 	defer os.RemoveAll(dir)
 	total := *flagMemTopics * *flagMemTopicParts
-	nofile, err := raiseFileLimit(total)
+	nofile, err := raiseFileLimit(total) // what the first call set
+	if err == nil {
+		progress("memory partitions: creating %d topics x %d partitions", *flagMemTopics, *flagMemTopicParts)
+		err = fillPartitions(m.b.Addr)
+	}
+	// Stopped cleanly, so that the starts below find a clean shutdown.
+	serr := m.b.Stop(2 * time.Minute)
+	forget(m.b)
 	if err != nil {
-		_ = m.b.Stop(30 * time.Second)
 		return err
 	}
-	progress("memory partitions: creating %d topics x %d partitions", *flagMemTopics, *flagMemTopicParts)
-	if err := fillPartitions(m.b.Addr); err != nil {
-		_ = m.b.Stop(30 * time.Second)
-		return err
-	}
-	if err := m.b.Stop(2 * time.Minute); err != nil {
-		return fmt.Errorf("stopping the broker that filled the data dir: %w", err)
+	if serr != nil {
+		return fmt.Errorf("stopping the broker that filled the data dir: %w", serr)
 	}
 	var starts, cpus []time.Duration
 	var rss, heaps []float64
