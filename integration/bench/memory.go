@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcompatd/kcompatd/integration/harness"
+	"github.com/kcompatd/kcompatd/partition"
 )
 
 var (
@@ -294,8 +295,8 @@ func produceN(ctx context.Context, addr, topic string, n int64, idempotent bool,
 func memStream(bin, tmp string, add func(cols ...string)) error {
 	const topic = "mem-stream"
 	m, idempotent, err := memTopicBroker(bin, tmp, topic, map[string]*string{
-		"segment.bytes":   kadm.StringPtr(strconv.Itoa(memSegment)),
-		"retention.bytes": kadm.StringPtr(strconv.Itoa(memRetention)),
+		partition.SegmentBytesConfig:   kadm.StringPtr(strconv.Itoa(memSegment)),
+		partition.RetentionBytesConfig: kadm.StringPtr(strconv.Itoa(memRetention)),
 	}, "log.retention.check.interval.ms=1000")
 	if err != nil {
 		return err
