@@ -199,6 +199,17 @@ func (s *sampler) stop() { close(s.stopc); <-s.done }
 // periods, bounded.
 func settle() { time.Sleep(5 * time.Second) }
 
+// settled is the broker's RSS and live heap after settle.
+func (m *memBroker) settled() (rss, heap float64, err error) {
+	settle()
+	r, err := m.b.RSS()
+	if err != nil {
+		return 0, 0, err
+	}
+	heap, err = m.liveHeap()
+	return float64(r), heap, err
+}
+
 func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/1e6) }
 
 // gbs is a size in GiB, or MiB below one GiB (the flags' units).
@@ -343,13 +354,11 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 	if err := errors.Join(perr, cerr); err != nil {
 		return err
 	}
-	settle()
-	rss1, err := m.b.RSS()
+	rss1, heap1, err := m.settled()
 	if err != nil {
 		return err
 	}
-	heap1, _ := m.liveHeap()
-	add(fmt.Sprintf("RSS after %s produced and consumed", gbs(*flagMemStream)), mb(float64(rss1)),
+	add(fmt.Sprintf("RSS after %s produced and consumed", gbs(*flagMemStream)), mb(rss1),
 		"peak "+mb(smp.rss), "live heap "+mb(heap1),
 		fmt.Sprintf("target 150 MB; idle before %s; at once, %.0f MB/s, producer at most %d MB ahead; %d partitions, segment.bytes %d MB, retention.bytes %d MB; every offset consumed",
 			mb(float64(rss0)), float64(n)*float64(*flagRecordSize)/1e6/wall.Seconds(), memLag>>20, *flagPartitions, memSegment>>20, memRetention>>20))
@@ -579,12 +588,10 @@ func memConnections(bin, tmp string, add func(cols ...string)) error {
 		return err
 	}
 	defer stop(m.b, m.dir)
-	settle()
-	rss0, err := m.b.RSS()
+	rss0, heap0, err := m.settled()
 	if err != nil {
 		return err
 	}
-	heap0, _ := m.liveHeap()
 	progress("memory connections: opening %d connections", *flagMemConns)
 	conns := make([]net.Conn, 0, *flagMemConns)
 	defer func() {
@@ -602,16 +609,14 @@ func memConnections(bin, tmp string, add func(cols ...string)) error {
 			return err
 		}
 	}
-	settle()
-	rss1, err := m.b.RSS()
+	rss1, heap1, err := m.settled()
 	if err != nil {
 		return err
 	}
-	heap1, _ := m.liveHeap()
 	n := float64(len(conns))
-	add(fmt.Sprintf("%d idle connections", len(conns)), mb(float64(rss1-rss0)),
-		fmt.Sprintf("%.1f KB each", float64(rss1-rss0)/n/1e3), "live heap "+mb(heap1-heap0),
-		fmt.Sprintf("target 100 MB; RSS with them (%s) minus without (%s); each did ApiVersions v3 and Metadata v12", mb(float64(rss1)), mb(float64(rss0))))
+	add(fmt.Sprintf("%d idle connections", len(conns)), mb(rss1-rss0),
+		fmt.Sprintf("%.1f KB each", (rss1-rss0)/n/1e3), "live heap "+mb(heap1-heap0),
+		fmt.Sprintf("target 100 MB; RSS with them (%s) minus without (%s); each did ApiVersions v3 and Metadata v12", mb(rss1), mb(rss0)))
 	return nil
 }
 
