@@ -30,6 +30,7 @@ const (
 	// segment.bytes' 1 MiB bound (internalSegmentBytes).
 	InternalSegmentBytesConfig = "internal.segment.bytes"
 	RetentionMsConfig          = "retention.ms"
+	RetentionBytesConfig       = "retention.bytes" // the bench's memory run sets it
 
 	minCompactionLagConfig = "min.compaction.lag.ms"
 	maxCompactionLagConfig = "max.compaction.lag.ms"
@@ -421,7 +422,7 @@ var topicConfigs = []*topicConfigDef{
 			Doc: "To enable tiered storage for a topic, set this configuration as true. You can not disable this config once it is enabled. It will be provided in future versions."},
 	},
 	{
-		Def: configdef.Def{Name: "retention.bytes", Type: configdef.Long, Default: "-1",
+		Def: configdef.Def{Name: RetentionBytesConfig, Type: configdef.Long, Default: "-1",
 			Doc: "This configuration controls the maximum size a partition (which consists of log segments) can grow to before we will discard old log segments to free up space if we are using the \"delete\" retention policy. By default there is no size limit only a time limit. Since this limit is enforced at the partition level, multiply it by the number of partitions to compute the topic retention in bytes. Additionally, retention.bytes configuration operates independently of \"segment.ms\" and \"segment.bytes\" configurations. Moreover, it triggers the rolling of new segment if the retention.bytes is configured to zero."},
 		negativeIsUnlimited: true,
 		apply:               func(c *LogConfig, v configdef.Value) { c.RetentionBytes = v.Int },

@@ -128,6 +128,11 @@ func (l *Log) snapshotOffsets() ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return snapshotOffsetsIn(entries), nil
+}
+
+// snapshotOffsetsIn is snapshotOffsets of a directory listing.
+func snapshotOffsetsIn(entries []fs.DirEntry) []int64 {
 	var out []int64
 	for _, e := range entries {
 		if o, ok := parseSegmentFileName(e.Name(), snapshotSuffix); ok {
@@ -135,7 +140,7 @@ func (l *Log) snapshotOffsets() ([]int64, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+	return out
 }
 
 // deleteSnapshotsBelow removes the snapshots below offset (the first

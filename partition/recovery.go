@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/recordbatch"
@@ -75,7 +76,10 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 	l.hw.Store(&hwMark{})
 	l.pstate = newProducerState()
 
-	_, statErr := s.fs.Stat(dir)
+	var statErr error // whether a new partition's directory was there before
+	if p.create {
+		_, statErr = s.fs.Stat(dir)
+	}
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -99,6 +103,45 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// loadWorkers is how many logs start-up opens at once. Opening one is a
+// few dozen small file system calls (the directory, partition.metadata,
+// the leader-epoch checkpoint, the active segment's three files, the
+// producer snapshot), each mostly waiting in the kernel, so with
+// thousands of partitions the start-up time is their latency, not CPU:
+// several in flight overlap it. Kafka opens logs with
+// num.recovery.threads.per.data.dir threads (kcompatd accepts and ignores
+// that property: opening is not its recovery, which is lazy).
+const loadWorkers = 8
+
+// openLogs opens the logs of ps with loadWorkers goroutines; logs[i] is
+// ps[i]'s, nil where it failed; err is the first failure in ps's order.
+func (s *Store) openLogs(ps []logParams) (logs []*Log, err error) {
+	logs = make([]*Log, len(ps))
+	errs := make([]error, len(ps))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(loadWorkers, len(ps)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// After a failure the rest are not opened: start-up fails.
+			for i := int(next.Add(1) - 1); i < len(ps) && !failed.Load(); i = int(next.Add(1) - 1) {
+				if logs[i], errs[i] = s.openLog(ps[i]); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, e := range errs {
+		if e != nil {
+			return logs, fmt.Errorf("partition: opening %s-%d: %w", ps[i].topic, ps[i].partition, e)
+		}
+	}
+	return logs, nil
 }
 
 // createFiles fills a new partition's directory: partition.metadata, an
@@ -183,19 +226,20 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 	fsys := l.store.fs
 	nowMs := l.store.clock.Now().UnixMilli()
 	cfg := l.cfg.Load()
-	if err := l.completeSwaps(); err != nil {
-		return nil, err
-	}
-	snaps, err := l.snapshotOffsets()
+	// One listing of the directory serves the swaps, the snapshots and
+	// the segments, unless completing swaps changed it.
+	entries, changed, err := l.completeSwaps()
 	if err != nil {
 		return nil, err
 	}
+	if changed {
+		if entries, err = fsys.ReadDir(l.dir); err != nil {
+			return nil, err
+		}
+	}
+	snaps := snapshotOffsetsIn(entries)
 	l.replayCache = newReplayCache(snaps, p.clean, l.store.cfg.ReplayCacheBudget)
 	defer func() { l.replayCache = nil }()
-	entries, err := fsys.ReadDir(l.dir)
-	if err != nil {
-		return nil, err
-	}
 	var bases []int64
 	have := map[string]bool{}
 	for _, e := range entries {
@@ -422,11 +466,13 @@ const (
 // above the smallest .cleaned base belongs to an unfinished split and goes
 // too (KAFKA-6264); the remaining .swap segments replace every ordinary
 // segment whose base lies in the offsets they cover, and lose their suffix.
-func (l *Log) completeSwaps() error {
+// It returns the directory's listing as it read it, and whether it then
+// removed or renamed anything in it.
+func (l *Log) completeSwaps() (entries []fs.DirEntry, changed bool, err error) {
 	fsys := l.store.fs
-	entries, err := fsys.ReadDir(l.dir)
+	entries, err = fsys.ReadDir(l.dir)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	minCleaned := int64(math.MaxInt64)
 	var swaps []string
@@ -437,21 +483,23 @@ func (l *Log) completeSwaps() error {
 		case strings.HasSuffix(name, ".tmp"), strings.HasSuffix(name, deletedSuffix):
 			// Leftovers of an interrupted atomic write or deletion.
 			if err := fsys.Remove(path); err != nil {
-				return err
+				return nil, true, err
 			}
+			changed = true
 		case strings.HasSuffix(name, cleanedSuffix):
 			if b, ok := parseSegmentFileName(strings.TrimSuffix(name, cleanedSuffix), filepath.Ext(strings.TrimSuffix(name, cleanedSuffix))); ok {
 				minCleaned = min(minCleaned, b)
 			}
 			if err := fsys.Remove(path); err != nil {
-				return err
+				return nil, true, err
 			}
+			changed = true
 		case strings.HasSuffix(name, swapSuffix):
 			swaps = append(swaps, name)
 		}
 	}
 	if len(swaps) == 0 {
-		return nil
+		return entries, changed, nil
 	}
 	lo, hi := int64(math.MaxInt64), int64(-1)
 	var keep []string
@@ -460,7 +508,7 @@ func (l *Log) completeSwaps() error {
 		b, ok := parseSegmentFileName(stem, filepath.Ext(stem))
 		if !ok || b >= minCleaned {
 			if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil {
-				return err
+				return nil, true, err
 			}
 			continue
 		}
@@ -470,7 +518,7 @@ func (l *Log) completeSwaps() error {
 		}
 		next, err := l.nextOffsetOfFile(filepath.Join(l.dir, name), b)
 		if err != nil {
-			return err
+			return nil, true, err
 		}
 		lo, hi = min(lo, b), max(hi, next)
 	}
@@ -482,17 +530,17 @@ func (l *Log) completeSwaps() error {
 		if ok && segFile && b >= lo && b < hi {
 			l.logger.Warn().Str("file", name).Msg("deleting segment replaced by an interrupted swap")
 			if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil {
-				return err
+				return nil, true, err
 			}
 		}
 	}
 	for _, name := range keep {
 		if err := fsys.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, strings.TrimSuffix(name, swapSuffix))); err != nil {
-			return err
+			return nil, true, err
 		}
 	}
 	l.dirDirty = true
-	return nil
+	return entries, true, nil
 }
 
 // nextOffsetOfFile is the offset after the last whole batch of a .log file

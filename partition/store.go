@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -247,6 +248,8 @@ func (s *Store) load() error {
 	}
 	start := s.clock.Now()
 	known := map[string]bool{}
+	var opens []logParams
+	loaded := make([]*Topic, 0, len(topics))
 	for _, ct := range topics {
 		id, _ := ParseTopicID(ct.ID)
 		overrides, conf := s.loadableOverrides(ct.Name, ct.Configs)
@@ -254,6 +257,8 @@ func (s *Store) load() error {
 		if t.Overrides == nil {
 			t.Overrides = map[string]string{}
 		}
+		t.Partitions = make([]*Log, ct.Partitions)
+		loaded = append(loaded, t)
 		for p := int32(0); p < ct.Partitions; p++ {
 			tp := topicPartition{ct.Name, p}
 			known[partitionDirName(ct.Name, p)] = true
@@ -265,15 +270,27 @@ func (s *Store) load() error {
 			if !ok {
 				ls = -1
 			}
-			l, err := s.openLog(logParams{topic: ct.Name, partition: p, id: id, cfg: conf, recoveryPoint: rp, logStart: ls, clean: clean})
-			if err != nil {
-				s.topics[t.Name] = t
-				return fmt.Errorf("partition: opening %s-%d: %w", ct.Name, p, err)
-			}
-			t.Partitions = append(t.Partitions, l)
+			opens = append(opens, logParams{topic: ct.Name, partition: p, id: id, cfg: conf, recoveryPoint: rp, logStart: ls, clean: clean})
+		}
+	}
+	logs, err := s.openLogs(opens)
+	for i, k := 0, 0; i < len(loaded); i++ {
+		t := loaded[i]
+		for p := range t.Partitions {
+			t.Partitions[p] = logs[k]
+			k++
+		}
+		if err != nil {
+			// What opened is kept for Close; the topic is not served.
+			t.Partitions = slices.DeleteFunc(t.Partitions, func(l *Log) bool { return l == nil })
+			s.topics[t.Name] = t
+			continue
 		}
 		s.topics[t.Name] = t
 		s.byID[t.ID] = t
+	}
+	if err != nil {
+		return err
 	}
 	if err := s.sweepDataDir(known); err != nil {
 		return err

@@ -9,7 +9,11 @@
 //     default flush policy and with log.flush.interval.messages=1 (an fsync
 //     per append, where group commit matters);
 //   - start-up time from exec to a served Metadata with an empty data dir,
-//     and resident memory when idle.
+//     and resident memory when idle;
+//   - with -measure memory, issue 15's memory bounds (memory.go).
+//
+// A SIGINT or SIGTERM stops every broker the bench started and removes its
+// temp dir (interrupt.go).
 //
 // Each figure is the median over -runs runs, each on a fresh broker and data
 // dir. With BENCH_PEERS=kafka,kfake the throughput and latency runs also go
@@ -54,12 +58,16 @@ var (
 	flagVerbose    = flag.Bool("v", false, "print the broker's log")
 	flagCodec      = flag.String("compression", "none", "producer compression for the throughput runs: none, gzip, snappy, lz4 or zstd; with a codec the values are compressible JSON-like text instead of random bytes")
 	flagDebugAddr  = flag.String("debug-addr", "", "pass --debug-addr `ADDR` (a loopback host:port) to the throughput runs' broker, to take profiles from it while it runs")
-	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency, fsync (many producers with and without log.flush.interval.messages=1: fsync.go), cleaner (one log cleaner pass in this process, cleaner.go)")
+	flagMeasure    = flag.String("measure", "startup,throughput,latency", "comma-separated measurements to run: startup, throughput, produce (throughput without the consume half), latency, fsync (many producers with and without log.flush.interval.messages=1: fsync.go), cleaner (one log cleaner pass in this process, cleaner.go), memory (memory.go; -mem picks its figures)")
 )
 
 func main() {
 	flag.Parse()
-	if err := run(); err != nil {
+	err := run()
+	if interrupted() {
+		select {} // the signal handler stops the brokers and exits
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -81,6 +89,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	handleSignals(func() { os.RemoveAll(tmp) })
 	bin := *flagBinary
 	if bin == "" {
 		progress("building kcompatd")
@@ -95,7 +104,7 @@ func run() error {
 	measure := map[string]bool{}
 	for _, m := range strings.Split(*flagMeasure, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case "startup", "throughput", "produce", "latency", "fsync", "cleaner":
+		case "startup", "throughput", "produce", "latency", "fsync", "cleaner", "memory":
 			measure[m] = true
 		default:
 			return fmt.Errorf("unknown measurement %q", m)
@@ -257,6 +266,12 @@ func run() error {
 		}
 		rows = append(rows, cr...)
 	}
+	if measure["memory"] {
+		if err := measureMemory(bin, tmp, add); err != nil {
+			return err
+		}
+	}
+
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "measurement\tresult\t\t\tconditions")
 	for _, r := range rows {
@@ -310,7 +325,7 @@ func startArgs(bin, tmp string, args []string, configs ...string) (*harness.Brok
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Args: args, Logf: logf})
+	b, err := startIn(bin, dir, args, configs...)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
@@ -318,10 +333,32 @@ func startArgs(bin, tmp string, args []string, configs ...string) (*harness.Brok
 	return b, dir, nil
 }
 
+// startIn starts a broker on the data dir dir and registers it to be
+// stopped on a signal (interrupt.go); stop or forget unregisters it.
+func startIn(bin, dir string, args []string, configs ...string) (*harness.Broker, error) {
+	return startOpts(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Args: args, Logf: logf}, dir)
+}
+
+// startOpts is harness.Start, registered; a signal stops the broker and
+// removes dataDir.
+func startOpts(opts harness.Options, dataDir string) (*harness.Broker, error) {
+	if err := starting(); err != nil {
+		return nil, err
+	}
+	b, err := harness.Start(opts)
+	if err != nil {
+		started(nil, nil)
+		return nil, err
+	}
+	started(b, func() { _ = b.Stop(30 * time.Second); os.RemoveAll(dataDir) })
+	return b, nil
+}
+
 func stop(b *harness.Broker, dir string) {
 	if err := b.Stop(30 * time.Second); err != nil {
 		progress("broker shutdown: %v", err)
 	}
+	forget(b)
 	os.RemoveAll(dir)
 }
 
@@ -338,6 +375,21 @@ func measureStartup(bin, tmp string) (time.Duration, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	d, b, err := timeStart(bin, dir, port, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop(b, dir)
+	rss, err := b.RSS()
+	if err != nil {
+		return 0, 0, err
+	}
+	return d, rss, nil
+}
+
+// timeStart starts a broker on dir listening on port and returns the time
+// from exec to the first Metadata response; the caller stops the broker.
+func timeStart(bin, dir string, port int, args []string, configs ...string) (time.Duration, *harness.Broker, error) {
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 	type served struct {
 		at  time.Time
@@ -362,22 +414,18 @@ func measureStartup(bin, tmp string) (time.Duration, int64, error) {
 			}
 		}
 	}()
-	b, err := harness.Start(harness.Options{Binary: bin, DataDir: dir, Logf: logf, Port: port})
+	b, err := startOpts(harness.Options{Binary: bin, DataDir: dir, Configs: configs, Args: args, Logf: logf, Port: port}, dir)
 	if err != nil {
 		close(done)
 		<-servedCh
-		return 0, 0, err
+		return 0, nil, err
 	}
-	defer stop(b, dir)
 	s := <-servedCh
 	if s.err != nil {
-		return 0, 0, s.err
+		stop(b, dir)
+		return 0, nil, s.err
 	}
-	rss, err := b.RSS()
-	if err != nil {
-		return 0, 0, err
-	}
-	return s.at.Sub(b.StartedAt()), rss, nil
+	return s.at.Sub(b.StartedAt()), b, nil
 }
 
 // metadataServedAt sends a Metadata v1 request and returns when the answer

@@ -84,35 +84,49 @@ func (s *procServer) stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
+	forget(s)
 	os.RemoveAll(s.dir)
 }
 
 // launch starts cmd with its output in dir/NAME.log and waits (bounded by
-// timeout) until a Metadata request lists a broker.
+// timeout) until a Metadata request lists a broker. The process is
+// registered to be stopped on a signal (interrupt.go).
 func launch(name string, cmd *exec.Cmd, port int, dir string, timeout time.Duration) (*procServer, error) {
+	if err := starting(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	log := filepath.Join(dir, name+".log")
 	f, err := os.Create(log)
 	if err != nil {
+		started(nil, nil)
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
+		started(nil, nil)
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	s := &procServer{name: name, cmd: cmd, exited: make(chan struct{}), port: port, dir: dir, log: log}
 	go func() { _ = cmd.Wait(); f.Close(); close(s.exited) }()
+	started(s, s.stop)
 	deadline := time.Now().Add(timeout)
 	for {
 		select {
 		case <-s.exited:
 			out, _ := os.ReadFile(log)
+			forget(s)
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%s exited during start-up; its output:\n%s", name, tail(out, 4000))
 		default:
 		}
 		if n, err := metadataBrokers(s.addr()); err == nil && n > 0 {
 			return s, nil
+		}
+		if interrupted() {
+			s.stop()
+			return nil, interruptCtx.Err()
 		}
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(log)
@@ -189,7 +203,7 @@ func kafkaPeer(classpath string) (peer, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		ctx, cancel := contextTimeout(2 * time.Minute)
+		ctx, cancel := context.WithTimeout(interruptCtx, 2*time.Minute)
 		defer cancel()
 		format := exec.CommandContext(ctx, java, "-cp", classpath, "kafka.tools.StorageTool", "format",
 			"-t", clusterID(), "-c", propsFile)
