@@ -77,7 +77,7 @@ func cleanOnce(tmp string, c recordbatch.Codec) (cleanerbench.Result, error) {
 		return cleanerbench.Result{}, err
 	}
 	defer s.Close()
-	t, err := s.CreateTopic("cleaner-bench", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": fmt.Sprint(*flagCleanerSegment)}, false)
+	t, err := s.CreateTopic("cleaner-bench", 1, map[string]string{partition.CleanupPolicyConfig: "compact", partition.SegmentBytesConfig: fmt.Sprint(*flagCleanerSegment)}, false)
 	if err != nil {
 		return cleanerbench.Result{}, err
 	}
