@@ -44,6 +44,16 @@ type Log struct {
 	failed       error      // a write failed: the log is offline; guarded by mu
 	marks        markSlab   // the marks appends publish; guarded by mu
 	closed       bool       // guarded by mu
+	// lastMark is the mark of the latest append: a flush that covers the
+	// log end it was taken at may publish it (flushOnce), so that the
+	// high watermark never waits on an append whose own waiter is gone.
+	// Guarded by mu.
+	lastMark *hwMark
+	// syncWanted is the log end after the latest append that asked for
+	// an fsync. While the recovery point is below it, every append waits
+	// for an fsync too: the high watermark must not pass an append whose
+	// fsync is still pending. Guarded by mu.
+	syncWanted int64
 
 	segs     atomic.Pointer[[]*segment] // immutable snapshot, sorted by base offset
 	hw       atomic.Pointer[hwMark]     // high watermark and where it is in the files
@@ -353,8 +363,12 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 			return failLocked(err, "cannot append to aborted-transaction index")
 		}
 	}
-	needSync := cfg.FlushMessages != math.MaxInt64 && end-l.flushed.Load() >= cfg.FlushMessages
-	if !needSync {
+	l.lastMark = mark
+	flushed := l.flushed.Load()
+	needSync := cfg.FlushMessages != math.MaxInt64 && end-flushed >= cfg.FlushMessages || l.syncWanted > flushed
+	if needSync {
+		l.syncWanted = end
+	} else {
 		l.advanceHW(mark)
 	}
 	return appended{base: base, mark: mark, needSync: needSync}, nil
@@ -556,6 +570,7 @@ func (l *Log) syncTo(target int64) error {
 func (l *Log) flushOnce() (int64, error) {
 	l.mu.Lock()
 	end := l.leo.Load()
+	mark := l.lastMark // nil, or the mark at end
 	segs := *l.segs.Load()
 	active := l.active
 	dirty := l.dirDirty
@@ -585,6 +600,12 @@ func (l *Log) flushOnce() (int64, error) {
 		return 0, err
 	}
 	l.lastFlushMs.Store(l.store.clock.Now().UnixMilli())
+	// Everything up to mark is durable now: publish it, whether or not
+	// the appends it covers still have waiters (one whose connection
+	// broke before its Wait, a duplicate answered on another).
+	if mark != nil && l.advanceHW(mark) {
+		l.notify()
+	}
 	return end, nil
 }
 

@@ -54,6 +54,10 @@ type logParams struct {
 	logStart      int64 // from the checkpoint, -1 if absent
 	clean         bool  // the data dir was shut down cleanly
 	create        bool  // a new partition: the directory must not hold a log
+	// replayBudget is this log's share of Config.ReplayCacheBudget:
+	// start-up opens loadWorkers logs at once, each with a share, so
+	// that together they hold at most the budget. 0: all of it.
+	replayBudget int64
 }
 
 func partitionDirName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
@@ -120,10 +124,14 @@ const loadWorkers = 8
 func (s *Store) openLogs(ps []logParams) (logs []*Log, err error) {
 	logs = make([]*Log, len(ps))
 	errs := make([]error, len(ps))
+	workers := min(loadWorkers, len(ps))
+	for i := range ps {
+		ps[i].replayBudget = max(1, s.cfg.ReplayCacheBudget/int64(max(workers, 1)))
+	}
 	var next atomic.Int64
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	for range min(loadWorkers, len(ps)) {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -238,7 +246,11 @@ func (l *Log) loadSegments(p logParams) ([]*segment, error) {
 		}
 	}
 	snaps := snapshotOffsetsIn(entries)
-	l.replayCache = newReplayCache(snaps, p.clean, l.store.cfg.ReplayCacheBudget)
+	budget := l.store.cfg.ReplayCacheBudget
+	if p.replayBudget > 0 {
+		budget = p.replayBudget
+	}
+	l.replayCache = newReplayCache(snaps, p.clean, budget)
 	defer func() { l.replayCache = nil }()
 	var bases []int64
 	have := map[string]bool{}

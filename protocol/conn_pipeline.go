@@ -52,15 +52,19 @@ func (c *conn) hold(h header, resp kmsg.Response, r *Request, frame []byte, star
 
 // flushHeld waits for every held answer's fsyncs and writes the answers,
 // in order. A panic while waiting ends the connection, as one in a
-// handler does.
+// handler does. Every held request is waited for even after a write
+// failed: its wait also publishes its appends (the high watermark,
+// waking fetchers), which must not depend on the client reading.
 func (c *conn) flushHeld() error {
 	held := c.held
 	c.held = c.held[:0]
 	var err error
 	for i := range held {
 		x := &held[i]
-		if err == nil && x.r.durable != nil {
-			err = c.completeRecovered(x.r)
+		if x.r.durable != nil {
+			if werr := c.completeRecovered(x.r); err == nil {
+				err = werr
+			}
 		}
 		if err == nil {
 			err = c.write(x.h, x.resp)

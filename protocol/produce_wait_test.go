@@ -248,3 +248,49 @@ func oneRecordBatch(t *testing.T) []byte {
 	}
 	return b
 }
+
+// TestProduceHeldAnswerBeforeAcksZero: a Produce with acks=all followed,
+// pipelined, by one with acks=0 (librdkafka sets acks per topic, so one
+// connection may carry both): the first's answer is held while the second
+// is read, and must be written without the client sending anything more.
+func TestProduceHeldAnswerBeforeAcksZero(t *testing.T) {
+	bfs := &barrierFS{FS: memfs.New()}
+	s, _, w := fsyncServer(t, bfs, 1)
+	w.roundTrip(produceToA(t, 0))
+
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	var once sync.Once
+	bfs.mu.Lock()
+	bfs.onWrite = func() error {
+		once.Do(func() { close(entered); <-release })
+		return nil
+	}
+	bfs.mu.Unlock()
+	id := "kcompatd-test"
+	first, second := produceToA(t, 0), produceToA(t, 0)
+	second.Acks = 0
+	w.corr++
+	firstCorr := w.corr
+	frames := encodeRequest(first, w.corr, &id)
+	w.corr++
+	frames = append(frames, encodeRequest(second, w.corr, &id)...)
+	w.writeRaw(frames)
+	<-entered // the first's batch is being written
+	// Bounded: both frames read (counted in the request memory) before
+	// the first's write goes on, so its answer is held.
+	frameLen := int64(len(encodeRequest(first, 0, &id))) - 4
+	deadline := time.After(10 * time.Second)
+	for s.reqMem.used.Load() < 2*frameLen {
+		select {
+		case <-deadline:
+			t.Fatal("the second request was not read")
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	if _, err := w.recv(first.Key(), first.GetVersion(), firstCorr); err != nil {
+		t.Fatalf("answer to the acks=all Produce: %v", err)
+	}
+}
