@@ -44,6 +44,11 @@ type Log struct {
 	failed       error      // a write failed: the log is offline; guarded by mu
 	marks        markSlab   // the marks appends publish; guarded by mu
 	closed       bool       // guarded by mu
+	// activeIdle: the idle sweep unpinned the active segment, so the
+	// cache may close its files; the next append pins it again
+	// (segment_files.go). activeUsed: appended to since the last sweep.
+	// Both guarded by mu.
+	activeIdle, activeUsed bool
 
 	segs     atomic.Pointer[[]*segment] // immutable snapshot, sorted by base offset
 	hw       atomic.Pointer[hwMark]     // high watermark and where it is in the files
@@ -292,6 +297,12 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 	if err := l.offlineLocked(); err != nil {
 		return appended{}, err
 	}
+	if l.activeIdle {
+		if err := l.wakeActiveLocked(); err != nil {
+			return appended{}, err
+		}
+	}
+	l.activeUsed = true
 	base := l.leo.Load()
 	if cfg.LogAppendTime() {
 		// Before the producer check: producer state records the append
@@ -411,6 +422,9 @@ func (s *Store) rollJitter(cfg *LogConfig) int64 {
 // final time index entry and is fsynced in the background, which moves the
 // recovery point past it, as Kafka does. REQUIRES: mu held.
 func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
+	if err := l.wakeActiveLocked(); err != nil {
+		return err
+	}
 	old := l.active
 	l.dirMu.Lock()
 	seg, err := openSegment(l.store.fs, l.dir, base, cfg, true, l.store.clock.Now().UnixMilli())
@@ -604,7 +618,9 @@ func (l *Log) close(deleted bool) error {
 	if ferr := l.offlineLocked(); !deleted && ferr != nil {
 		err = ferr // an offline dir is not written to, not even flushed
 	} else if !deleted {
-		err = l.active.finalizeLocked()
+		if err = l.wakeActiveLocked(); err == nil {
+			err = l.active.finalizeLocked()
+		}
 	}
 	var snap []byte
 	if !deleted && err == nil {
