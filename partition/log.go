@@ -622,6 +622,12 @@ func (l *Log) close(deleted bool) error {
 			err = l.active.finalizeLocked()
 		}
 	}
+	if !l.activeIdle {
+		// No longer counted among the pinned (segment_files.go); close
+		// closes its files itself.
+		l.store.openSegs.pinnedActive.Add(-1)
+		l.activeIdle = true
+	}
 	var snap []byte
 	if !deleted && err == nil {
 		snap = l.snapshotLocked() // Kafka snapshots producer state at a clean close

@@ -44,8 +44,10 @@ import (
 	"container/list"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kcompatd/kcompatd/internal/vfs"
 )
@@ -69,6 +71,49 @@ type openSegments struct {
 	mu   sync.Mutex
 	max  int
 	idle list.List // of *idleSegment
+
+	// pinnedActive counts the logs whose active segment is pinned
+	// (!Log.activeIdle). Past maxPinnedActive, an append that pins one
+	// asks activeSweepLoop for a sweep (kick), so that a burst of appends
+	// over many partitions does not hold descriptors for all of them until
+	// the next checkpoint.
+	pinnedActive    atomic.Int64
+	maxPinnedActive int64
+	kick            chan struct{}
+}
+
+// maxPinnedActive is how many active segments may stay pinned before
+// appends ask for a sweep: partitionBudget's busy partitions.
+func maxPinnedActive(fdLimit int64, openSegments int) int64 {
+	if fdLimit <= 0 || fdLimit == math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(1, (fdLimit/2-3*int64(openSegments))/descriptorsPerPartition)
+}
+
+// activeSweepLoop unpins the active segments not appended to since its
+// previous sweep whenever an append finds too many pinned (second
+// chance: a busy partition, appended to between two sweeps, stays
+// pinned).
+func (s *Store) activeSweepLoop() {
+	defer s.loopWG.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.openSegs.kick:
+		}
+		s.idleActives()
+	}
+}
+
+// idleActives runs idleActive on every log.
+func (s *Store) idleActives() {
+	for _, t := range s.Topics() {
+		for _, l := range t.Partitions {
+			l.idleActive()
+		}
+	}
 }
 
 type idleSegment struct {
@@ -138,11 +183,7 @@ func closeIdle(segs []*segment) {
 // since the last sweep and closes the files of segments idle for
 // segmentIdleMs.
 func (s *Store) closeIdleSegments() {
-	for _, t := range s.Topics() {
-		for _, l := range t.Partitions {
-			l.idleActive()
-		}
-	}
+	s.idleActives()
 	closeIdle(s.openSegs.expired(s.clock.Now().UnixMilli() - segmentIdleMs))
 }
 
@@ -161,6 +202,7 @@ func (l *Log) idleActive() {
 	}
 	seg := l.active
 	l.activeIdle = true
+	l.store.openSegs.pinnedActive.Add(-1)
 	idle := seg.unpinLocked()
 	l.mu.Unlock()
 	if idle {
@@ -178,6 +220,12 @@ func (l *Log) wakeActiveLocked() error {
 		return err
 	}
 	l.activeIdle = false
+	if c := l.store.openSegs; c.pinnedActive.Add(1) > c.maxPinnedActive {
+		select {
+		case c.kick <- struct{}{}:
+		default: // a sweep is asked for already
+		}
+	}
 	return nil
 }
 
