@@ -208,34 +208,7 @@ func TestCrashClosingIdleActiveSegments(t *testing.T) {
 				}
 				finished := fsys.Ops() < k
 
-				s2, err := openMem(t, fsys.CrashClone())
-				if err != nil {
-					t.Fatalf("k=%d: open after crash: %v", k, err)
-				}
-				tp := s2.Topic("t")
-				if tp == nil {
-					if len(acked) > 0 {
-						t.Fatalf("k=%d: topic lost with %d acknowledged batches", k, len(acked))
-					}
-					s2.Close()
-					continue
-				}
-				got := readAll(t, tp.Partitions[0])
-				if tc.durable {
-					if len(got) < len(acked) {
-						t.Fatalf("k=%d: %d batches after crash, %d acknowledged", k, len(got), len(acked))
-					}
-					for i, b := range acked {
-						if !bytes.Equal(got[i], b) {
-							t.Fatalf("k=%d: batch %d differs", k, i)
-						}
-					}
-				}
-				leo := tp.Partitions[0].Offsets().LogEndOffset
-				if r, err := tp.Partitions[0].Append(mkBatch(t, 1, 1, 1)); err != nil || r.BaseOffset != leo {
-					t.Fatalf("k=%d: append after crash: %+v %v", k, r, err)
-				}
-				if endCrashRun(t, k, s2, finished) {
+				if checkCrashed(t, k, fsys, acked, tc.durable, finished) {
 					return
 				}
 			}
