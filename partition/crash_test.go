@@ -55,36 +55,7 @@ func TestCrashAtEveryOperation(t *testing.T) {
 				}
 				finished := fsys.Ops() < k // the run ended before the crash point
 
-				after := fsys.CrashClone()
-				s2, err := openMem(t, after)
-				if err != nil {
-					t.Fatalf("k=%d: open after crash: %v", k, err)
-				}
-				tp := s2.Topic("t")
-				if tp == nil {
-					if len(acked) > 0 {
-						t.Fatalf("k=%d: topic lost with %d acknowledged batches", k, len(acked))
-					}
-					s2.Close()
-					continue
-				}
-				got := readAll(t, tp.Partitions[0])
-				if tc.durable {
-					if len(got) < len(acked) {
-						t.Fatalf("k=%d: %d batches after crash, %d acknowledged", k, len(got), len(acked))
-					}
-					for i, b := range acked {
-						if !bytes.Equal(got[i], b) {
-							t.Fatalf("k=%d: batch %d differs", k, i)
-						}
-					}
-				}
-				// Whatever survived takes appends at its end.
-				leo := tp.Partitions[0].Offsets().LogEndOffset
-				if r, err := tp.Partitions[0].Append(mkBatch(t, 1, 1, 1)); err != nil || r.BaseOffset != leo {
-					t.Fatalf("k=%d: append after crash: %+v %v", k, r, err)
-				}
-				if endCrashRun(t, k, s2, finished) {
+				if checkCrashed(t, k, fsys, acked, tc.durable, finished) {
 					return
 				}
 			}
@@ -133,6 +104,43 @@ func TestCrashCreatingManyPartitions(t *testing.T) {
 		}
 	}
 	t.Fatal("did not finish")
+}
+
+// checkCrashed opens the data dir a crash at point k left in fsys and
+// checks it: it opens, holds every batch of acked when durable, and takes
+// an append at its end. It reports whether the sweep is done (the run
+// finished before reaching k).
+func checkCrashed(t *testing.T, k int, fsys *memfs.FS, acked [][]byte, durable, finished bool) bool {
+	t.Helper()
+	s2, err := openMem(t, fsys.CrashClone())
+	if err != nil {
+		t.Fatalf("k=%d: open after crash: %v", k, err)
+	}
+	tp := s2.Topic("t")
+	if tp == nil {
+		if len(acked) > 0 {
+			t.Fatalf("k=%d: topic lost with %d acknowledged batches", k, len(acked))
+		}
+		s2.Close()
+		return false
+	}
+	got := readAll(t, tp.Partitions[0])
+	if durable {
+		if len(got) < len(acked) {
+			t.Fatalf("k=%d: %d batches after crash, %d acknowledged", k, len(got), len(acked))
+		}
+		for i, b := range acked {
+			if !bytes.Equal(got[i], b) {
+				t.Fatalf("k=%d: batch %d differs", k, i)
+			}
+		}
+	}
+	// Whatever survived takes appends at its end.
+	leo := tp.Partitions[0].Offsets().LogEndOffset
+	if r, err := tp.Partitions[0].Append(mkBatch(t, 1, 1, 1)); err != nil || r.BaseOffset != leo {
+		t.Fatalf("k=%d: append after crash: %+v %v", k, r, err)
+	}
+	return endCrashRun(t, k, s2, finished)
 }
 
 // endCrashRun closes the store reopened after crash point k and reports

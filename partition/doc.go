@@ -87,9 +87,11 @@
 //
 // # Open files
 //
-// See segment_files.go: the active segment's files stay open; inactive
-// segments are opened when used and closed when idle (a bounded cache per
-// store, Config.OpenSegments). Running out of descriptors fails the
+// See segment_files.go: the active segment's files stay open while it is
+// appended to; inactive segments, and active ones not appended to since
+// the last sweep, are opened when used and closed when idle (a bounded
+// cache per store, Config.OpenSegments), so an idle partition holds no
+// descriptor. Running out of descriptors fails the
 // request that hit it and never takes the data dir offline (offline.go).
 //
 // # Cleaner and retention

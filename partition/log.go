@@ -54,6 +54,11 @@ type Log struct {
 	// for an fsync too: the high watermark must not pass an append whose
 	// fsync is still pending. Guarded by mu.
 	syncWanted int64
+	// activeIdle: the idle sweep unpinned the active segment, so the
+	// cache may close its files; the next append pins it again
+	// (segment_files.go). activeUsed: appended to since the last sweep.
+	// Both guarded by mu.
+	activeIdle, activeUsed bool
 
 	segs     atomic.Pointer[[]*segment] // immutable snapshot, sorted by base offset
 	hw       atomic.Pointer[hwMark]     // high watermark and where it is in the files
@@ -302,6 +307,12 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 	if err := l.offlineLocked(); err != nil {
 		return appended{}, err
 	}
+	if l.activeIdle {
+		if err := l.wakeActiveLocked(); err != nil {
+			return appended{}, err
+		}
+	}
+	l.activeUsed = true
 	base := l.leo.Load()
 	if cfg.LogAppendTime() {
 		// Before the producer check: producer state records the append
@@ -425,6 +436,9 @@ func (s *Store) rollJitter(cfg *LogConfig) int64 {
 // final time index entry and is fsynced in the background, which moves the
 // recovery point past it, as Kafka does. REQUIRES: mu held.
 func (l *Log) rollLocked(base int64, cfg *LogConfig) error {
+	if err := l.wakeActiveLocked(); err != nil {
+		return err
+	}
 	old := l.active
 	l.dirMu.Lock()
 	seg, err := openSegment(l.store.fs, l.dir, base, cfg, true, l.store.clock.Now().UnixMilli())
@@ -625,7 +639,15 @@ func (l *Log) close(deleted bool) error {
 	if ferr := l.offlineLocked(); !deleted && ferr != nil {
 		err = ferr // an offline dir is not written to, not even flushed
 	} else if !deleted {
-		err = l.active.finalizeLocked()
+		if err = l.wakeActiveLocked(); err == nil {
+			err = l.active.finalizeLocked()
+		}
+	}
+	if !l.activeIdle {
+		// No longer counted among the pinned (segment_files.go); close
+		// closes its files itself.
+		l.store.openSegs.pinnedActive.Add(-1)
+		l.activeIdle = true
 	}
 	var snap []byte
 	if !deleted && err == nil {

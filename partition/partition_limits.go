@@ -26,21 +26,33 @@ const (
 	TooManyPartitionsCreatePartitions = "Unable to perform excessively large batch operation."
 )
 
-// descriptorsPerPartition is what a partition keeps open at worst: its
-// active segment's .log, .index, .timeindex and .txnindex (segment_files.go).
+// descriptorsPerPartition is what a busy partition keeps open: its
+// active segment's .log, .index, .timeindex and .txnindex while it is
+// appended to (segment_files.go).
 const descriptorsPerPartition = 4
 
-// partitionBudget is how many partitions the store may hold: half the
-// descriptor limit, less the idle segments' cache, goes to the partitions'
-// active segments; the other half is for connections, rolls and the
-// metadata files. Kafka has no such bound (a broker past its limit takes
-// its log dir offline); a broker that then cannot start again is worse
-// than a refused CreateTopics.
+// idlePerBusyPartition is how many partitions the budget allows per busy
+// partition the descriptors could hold at once.
+const idlePerBusyPartition = 8
+
+// partitionBudget is how many partitions the store may hold. An idle
+// partition keeps no descriptor (its active segment is closed like an
+// inactive one once a sweep finds it not appended to, and start-up opens
+// each log's files only through the bounded cache), so start-up needs
+// the cache's descriptors, not some per partition, and the broker can
+// always start again. The bound left is on how many partitions could be
+// busy at once: half the descriptor limit, less the idle segments'
+// cache, at descriptorsPerPartition each (the other half is for
+// connections, rolls and the metadata files), and idlePerBusyPartition
+// partitions per busy one: (limit/2 - 3 x openSegments) x 8 / 4, 19,232
+// at a limit of 20,000. Past the busy share appends fail with
+// ErrResourceLimit, never the data dir. Kafka has no such bound (a broker
+// past its limit takes its log dir offline).
 func partitionBudget(fdLimit int64, openSegments int) int64 {
 	if fdLimit <= 0 || fdLimit == math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return max(0, (fdLimit/2-3*int64(openSegments))/descriptorsPerPartition)
+	return max(0, (fdLimit/2-3*int64(openSegments))*idlePerBusyPartition/descriptorsPerPartition)
 }
 
 // openFileLimit is the process's soft RLIMIT_NOFILE (Go raises it to the

@@ -94,6 +94,7 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 			}
 			return nil, err
 		}
+		l.startIdle()
 		return l, nil
 	}
 	if err := l.checkPartitionMetadata(p.id, p.create); err != nil {
@@ -106,7 +107,19 @@ func (s *Store) openLog(p logParams) (*Log, error) {
 		}
 		return nil, err
 	}
+	l.startIdle()
 	return l, nil
+}
+
+// startIdle hands a just opened log's active segment to the cache of
+// open segments, as idleActive would: until its first append a partition
+// keeps no descriptor of its own (segment_files.go). The log is not
+// shared yet.
+func (l *Log) startIdle() {
+	l.activeIdle = true
+	if l.active.unpinLocked() {
+		l.active.pushIdle()
+	}
 }
 
 // loadWorkers is how many logs start-up opens at once. Opening one is a

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -171,23 +172,30 @@ func (s *segment) close() error {
 	return err
 }
 
-// syncIndexes fsyncs both index files. A segment already closed was
+// syncIndexes fsyncs both index files and the .txnindex, reopening them
+// if the cache closed them (an idle active segment may be closed with
+// index data not yet fsynced). A segment already closed for good was
 // retired (its data lives on in the segments that replaced it, synced
-// before the swap), so there is nothing left to make durable; nor has one
-// whose files the cache closed (only durable segments are closed idle).
+// before the swap), so there is nothing left to make durable.
 func (s *segment) syncIndexes() error {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed || !s.filesOpen {
+	err := s.withFiles(func() error {
+		s.closeMu.Lock()
+		defer s.closeMu.Unlock()
+		if s.closed {
+			return nil
+		}
+		if err := s.offIdx.f.Sync(); err != nil {
+			return err
+		}
+		if err := s.syncTxn(); err != nil {
+			return err
+		}
+		return s.timeIdx.f.Sync()
+	})
+	if errors.Is(err, errSegmentClosed) {
 		return nil
 	}
-	if err := s.offIdx.f.Sync(); err != nil {
-		return err
-	}
-	if err := s.syncTxn(); err != nil {
-		return err
-	}
-	return s.timeIdx.f.Sync()
+	return err
 }
 
 // finalizeLocked appends the time index entry for the largest timestamp,

@@ -1,10 +1,10 @@
 package partition
 
-// Open files of inactive segments.
+// Open files of segments.
 //
 // A segment's .log, .index and .timeindex are open while it is pinned
-// (the active segment, and a rolled or swapped-in segment until its data
-// and indexes are fsynced) or in use (a read, the cleaner, retention, a
+// (the active segment while it is written, and a rolled or swapped-in
+// segment until its data and indexes are fsynced) or in use (a read, the cleaner, retention, a
 // flush holds a reference). An inactive segment nobody uses stays open in
 // the store's cache of idle segments until it is the least recently used
 // one past DefaultOpenSegments (Config.OpenSegments), or until it has been
@@ -13,6 +13,21 @@ package partition
 // .log open and maps its indexes on demand (LazyIndex); with
 // segment.bytes as small as 14 and no bound on topics, one descriptor per
 // segment has no bound either.
+//
+// The active segment of a partition nobody appended to since the last
+// sweep (the checkpoint loop, every log.flush.offset.checkpoint.interval.ms)
+// is unpinned too (Log.activeIdle), and a freshly opened log's starts
+// so: it joins the cache like an inactive segment, and the next append
+// pins it again under Log.mu, reopening its files if the cache closed
+// them. The writer's state (size, the indexes' entry counts and last
+// entries, bytes since the last index entry, the largest timestamp) lives
+// in the segment, not in the files, so it is the same after a reopen.
+// Closing a descriptor drops no page-cache data: every fsync that data
+// still needs goes through use() (syncData, syncIndexes) and reopens the
+// file first. So descriptors are bounded by the partitions appended to
+// in the last sweep interval and the cache, not by the partition count.
+// A busy partition's append tests one flag under Log.mu and makes no
+// extra system call.
 //
 // Segments below the recovery point are only listed at start-up (their
 // size from a Stat): their indexes are read and checked, or rebuilt from
@@ -29,8 +44,10 @@ import (
 	"container/list"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kcompatd/kcompatd/internal/vfs"
 )
@@ -54,6 +71,49 @@ type openSegments struct {
 	mu   sync.Mutex
 	max  int
 	idle list.List // of *idleSegment
+
+	// pinnedActive counts the logs whose active segment is pinned
+	// (!Log.activeIdle). Past maxPinnedActive, an append that pins one
+	// asks activeSweepLoop for a sweep (kick), so that a burst of appends
+	// over many partitions does not hold descriptors for all of them until
+	// the next checkpoint.
+	pinnedActive    atomic.Int64
+	maxPinnedActive int64
+	kick            chan struct{}
+}
+
+// maxPinnedActive is how many active segments may stay pinned before
+// appends ask for a sweep: partitionBudget's busy partitions.
+func maxPinnedActive(fdLimit int64, openSegments int) int64 {
+	if fdLimit <= 0 || fdLimit == math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(1, (fdLimit/2-3*int64(openSegments))/descriptorsPerPartition)
+}
+
+// activeSweepLoop unpins the active segments not appended to since its
+// previous sweep whenever an append finds too many pinned (second
+// chance: a busy partition, appended to between two sweeps, stays
+// pinned).
+func (s *Store) activeSweepLoop() {
+	defer s.loopWG.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.openSegs.kick:
+		}
+		s.idleActives()
+	}
+}
+
+// idleActives runs idleActive on every log.
+func (s *Store) idleActives() {
+	for _, t := range s.Topics() {
+		for _, l := range t.Partitions {
+			l.idleActive()
+		}
+	}
 }
 
 type idleSegment struct {
@@ -119,9 +179,77 @@ func closeIdle(segs []*segment) {
 	}
 }
 
-// closeIdleSegments closes the files of segments idle for segmentIdleMs.
+// closeIdleSegments unpins the active segments of logs not appended to
+// since the last sweep and closes the files of segments idle for
+// segmentIdleMs.
 func (s *Store) closeIdleSegments() {
+	s.idleActives()
 	closeIdle(s.openSegs.expired(s.clock.Now().UnixMilli() - segmentIdleMs))
+}
+
+// idleActive unpins the active segment if nothing was appended since the
+// last call, handing it to the cache. Unpinned under mu, so that no
+// append writes to files the cache may close; pushed to the cache after
+// mu is released (closing other logs' segments must not hold this log's
+// lock). An append pinning it again in between leaves a pinned segment in
+// the cache, which closeIdle skips.
+func (l *Log) idleActive() {
+	l.mu.Lock()
+	if l.closed || l.activeIdle || l.activeUsed {
+		l.activeUsed = false
+		l.mu.Unlock()
+		return
+	}
+	seg := l.active
+	l.activeIdle = true
+	l.store.openSegs.pinnedActive.Add(-1)
+	idle := seg.unpinLocked()
+	l.mu.Unlock()
+	if idle {
+		seg.pushIdle()
+	}
+}
+
+// wakeActiveLocked pins the active segment again after idleActive,
+// reopening its files if the cache closed them. REQUIRES: Log.mu held.
+func (l *Log) wakeActiveLocked() error {
+	if !l.activeIdle {
+		return nil
+	}
+	if err := l.active.pin(); err != nil {
+		return err
+	}
+	l.activeIdle = false
+	if c := l.store.openSegs; c.pinnedActive.Add(1) > c.maxPinnedActive {
+		select {
+		case c.kick <- struct{}{}:
+		default: // a sweep is asked for already
+		}
+	}
+	return nil
+}
+
+// pin keeps the segment's files open, opening them if needed, until
+// unpin. Only the writer of the active segment (under Log.mu) pins.
+func (s *segment) pin() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return errSegmentClosed
+	}
+	if !s.filesOpen {
+		if err := s.openFilesLocked(); err != nil {
+			s.closeMu.Unlock()
+			return err
+		}
+	}
+	mayBeIdle := !s.pinned && s.refs == 0
+	s.pinned = true
+	s.closeMu.Unlock()
+	if c := s.cache; c != nil && mayBeIdle {
+		c.remove(s)
+	}
+	return nil
 }
 
 // use takes a reference on the segment's files, opening them (and loading
@@ -166,11 +294,26 @@ func (s *segment) release() {
 // unpin lets the cache close the segment's files once it is idle: it is
 // inactive and durable.
 func (s *segment) unpin() {
+	if s.unpinLocked() {
+		s.pushIdle()
+	}
+}
+
+// unpinLocked is unpin's first half: it reports whether the segment is
+// idle now and must go to the cache (pushIdle). Despite its name it takes
+// closeMu itself; the Locked refers to the owner's Log.mu, which callers
+// hold or own.
+func (s *segment) unpinLocked() bool {
 	s.closeMu.Lock()
 	s.pinned = false
 	idle := s.refs == 0 && s.filesOpen && !s.closed
 	s.closeMu.Unlock()
-	if idle && s.cache != nil {
+	return idle
+}
+
+// pushIdle puts an idle segment in the cache, closing what it lets go.
+func (s *segment) pushIdle() {
+	if s.cache != nil {
 		closeIdle(s.cache.push(s, s.owner.store.clock.Now().UnixMilli()))
 	}
 }
@@ -269,13 +412,17 @@ func (s *segment) lazyLoadLocked() error {
 	return nil
 }
 
-// closeFilesLocked closes the three files. REQUIRES: closeMu held.
+// closeFilesLocked closes the three files, and the .txnindex (reopened
+// by its next write or fsync: txn_index.go). REQUIRES: closeMu held.
 func (s *segment) closeFilesLocked() error {
 	if !s.filesOpen {
 		return nil
 	}
 	s.filesOpen = false
-	err := s.log.Close()
+	err := s.closeTxn()
+	if e := s.log.Close(); err == nil {
+		err = e
+	}
 	if e := s.offIdx.f.Close(); err == nil {
 		err = e
 	}

@@ -157,7 +157,8 @@ func Open(cfg Config) (*Store, error) {
 		byID:   map[TopicID]*Topic{},
 		stop:   make(chan struct{}),
 	}
-	s.openSegs = &openSegments{max: cfg.OpenSegments}
+	s.openSegs = &openSegments{max: cfg.OpenSegments, kick: make(chan struct{}, 1),
+		maxPinnedActive: maxPinnedActive(cfg.MaxOpenFiles, cfg.OpenSegments)}
 	s.work = newFileWork(s.clock, s.logger, cfg.FileWorkers)
 	if err := s.fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: creating data dir: %w", err)
@@ -172,7 +173,8 @@ func Open(cfg Config) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.loopWG.Add(2)
+	s.loopWG.Add(3)
+	go s.activeSweepLoop()
 	go s.checkpointLoop()
 	go s.producerExpiryLoop()
 	return s, nil

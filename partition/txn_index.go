@@ -77,6 +77,9 @@ type txnIndex struct {
 	path    string
 	f       vfs.File // nil until the first entry, or when the file is absent
 	entries []abortedEntry
+	// unsynced: written since its last fsync; an fsync of a file the
+	// cache closed reopens it (syncTxn). Guarded by closeMu.
+	unsynced bool
 }
 
 // abortedEntries returns the segment's entries (immutable).
@@ -174,6 +177,7 @@ func (s *segment) appendAbortedLocked(fsys vfs.FS, e abortedEntry) error {
 		return err
 	}
 	s.txn.entries = append(s.txn.entries, e)
+	s.txn.unsynced = true
 	s.publishAborted()
 	return nil
 }
@@ -192,6 +196,7 @@ func (s *segment) truncateAbortedLocked(offset int64) error {
 		return nil
 	}
 	s.txn.entries = append([]abortedEntry(nil), s.txn.entries[:n]...)
+	s.txn.unsynced = true
 	if s.txn.f != nil {
 		if err := s.txn.f.Truncate(int64(n * txnEntrySize)); err != nil {
 			return err
@@ -223,12 +228,36 @@ func (s *segment) closeTxn() error {
 	return err
 }
 
-// syncTxn fsyncs the .txnindex file, if open. REQUIRES: closeMu held.
+// syncTxn fsyncs the .txnindex file if open, or, if written since its
+// last fsync and closed since (closeFilesLocked), reopened for the fsync.
+// REQUIRES: closeMu held.
 func (s *segment) syncTxn() error {
 	if s.txn.f == nil {
-		return nil
+		if !s.txn.unsynced {
+			return nil
+		}
+		f, err := s.owner.store.fs.OpenFile(s.path(txnIndexSuffix)+s.fileExtra, os.O_RDWR, 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			s.txn.unsynced = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if e := f.Close(); err == nil {
+			err = e
+		}
+		if err == nil {
+			s.txn.unsynced = false
+		}
+		return err
 	}
-	return s.txn.f.Sync()
+	if err := s.txn.f.Sync(); err != nil {
+		return err
+	}
+	s.txn.unsynced = false
+	return nil
 }
 
 // syncTxnIndex is syncTxn taking closeMu.

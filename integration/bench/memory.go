@@ -668,10 +668,11 @@ func createTopicConfigs(addr, topic string, partitions int32, configs map[string
 
 // raiseFileLimit raises the bench's RLIMIT_NOFILE, which the brokers it
 // starts inherit, to what partitions partitions need: the store refuses
-// partitions past half the limit at four descriptors each
-// (partition/partition_limits.go). Raising the hard limit needs root.
+// partitions past (limit/2 - 3 x 128) x 8 / 4, that is about one per
+// descriptor (partition/partition_limits.go). Raising the hard limit
+// needs root.
 func raiseFileLimit(partitions int) (uint64, error) {
-	want := uint64(partitions)*8 + 1024
+	want := uint64(partitions) + 1024
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
 		return 0, err
@@ -682,7 +683,7 @@ func raiseFileLimit(partitions int) (uint64, error) {
 	n := syscall.Rlimit{Cur: want, Max: max(r.Max, want)}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n); err != nil {
 		return 0, fmt.Errorf("%d partitions need RLIMIT_NOFILE %d (the limit is %d, hard %d, enough for %d partitions; run as a user who may raise it, or with fewer -mem-topics): %w",
-			partitions, want, r.Cur, r.Max, (r.Max-1024)/8, err)
+			partitions, want, r.Cur, r.Max, r.Max-1024, err)
 	}
 	return want, nil
 }
