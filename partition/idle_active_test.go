@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -214,5 +215,42 @@ func TestCrashClosingIdleActiveSegments(t *testing.T) {
 			}
 			t.Fatal("did not finish")
 		})
+	}
+}
+
+// TestAbortMarkerRefusedWhenTxnIndexCannotOpen: the idle sweep closed the
+// active segment's .txnindex; an abort marker whose .txnindex cannot be
+// opened (out of descriptors) is refused before anything is written, and
+// its retry writes the marker with its entry, so read_committed never
+// sees the aborted records.
+func TestAbortMarkerRefusedWhenTxnIndexCannotOpen(t *testing.T) {
+	e := newEnv(t)
+	e.ckptInterval = 1000 * time.Hour
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+	mustAppend(t, l, pidBatch(t, 5, 0, 0, 2, true)) // 0-1, aborted at 2
+	if _, err := l.WriteTxnMarker(TxnMarker{ProducerID: 5, CoordinatorEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, pidBatch(t, 5, 0, 2, 2, true)) // 3-4
+	idleAll(s, e.clock)
+	mustAppend(t, l, mkBatch(t, 1, 1, 10)) // 5: wakes the segment
+	e.fs.setOnOpen(emfileFor(txnIndexSuffix))
+	leo := l.leo.Load()
+	_, err := l.WriteTxnMarker(TxnMarker{ProducerID: 5, CoordinatorEpoch: 1})
+	e.fs.setOnOpen(nil)
+	if !errors.Is(err, ErrResourceLimit) {
+		t.Fatalf("marker with the .txnindex unopenable: %v, want ErrResourceLimit", err)
+	}
+	if got := l.leo.Load(); got != leo || s.Offline() != nil {
+		t.Fatalf("refused marker: log end %d -> %d, offline %v; want nothing written, online", leo, got, s.Offline())
+	}
+	if _, err := l.WriteTxnMarker(TxnMarker{ProducerID: 5, CoordinatorEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := l.AbortedTransactions(0, 100)
+	if len(got) != 2 || got[1].FirstOffset != 3 {
+		t.Fatalf("aborted transactions %+v; want two, the second from offset 3", got)
 	}
 }

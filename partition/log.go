@@ -355,6 +355,14 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 		}
 	}
 	seg := l.active
+	if pinfo.completed != nil && pinfo.completed.aborted {
+		// Every file the append touches is open before the batch is
+		// written: an abort marker without its .txnindex entry would
+		// show the aborted records to read_committed consumers.
+		if err := seg.prepareAbortLocked(l.store.fs); err != nil {
+			return failLocked(err, "cannot open aborted-transaction index")
+		}
+	}
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
 		// The part of the batch that landed is past seg.size, unread,
@@ -371,7 +379,9 @@ func (l *Log) appendUnderLock(batch []byte, h recordbatch.Header, cfg *LogConfig
 	*mark = hwMark{offset: end, segBase: seg.base, pos: pos + size}
 	if pinfo.entry != nil {
 		if err := l.applyProducerLocked(&pinfo, seg); err != nil {
-			return failLocked(err, "cannot append to aborted-transaction index")
+			// The batch is written: whatever the cause, the log cannot
+			// go on without the entry (not a retriable resource limit).
+			return failLocked(fmt.Errorf("after the batch was written: %v", err), "cannot append to aborted-transaction index")
 		}
 	}
 	l.lastMark = mark

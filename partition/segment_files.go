@@ -193,12 +193,28 @@ func (s *Store) closeIdleSegments() {
 // mu is released (closing other logs' segments must not hold this log's
 // lock). An append pinning it again in between leaves a pinned segment in
 // the cache, which closeIdle skips.
+//
+// Only durable data is handed over: an active segment with bytes not yet
+// fsynced is fsynced first, so that no descriptor is closed over dirty
+// pages (a writeback error then seen by no descriptor would be lost,
+// and a later fsync through a new one would report success).
 func (l *Log) idleActive() {
 	l.mu.Lock()
 	if l.closed || l.activeIdle || l.activeUsed {
 		l.activeUsed = false
 		l.mu.Unlock()
 		return
+	}
+	if end := l.leo.Load(); l.flushed.Load() < end {
+		l.mu.Unlock()
+		if err := l.syncTo(end); err != nil {
+			return // logged, and the log offline, by syncTo; stays pinned
+		}
+		l.mu.Lock()
+		if l.closed || l.activeIdle || l.activeUsed || l.flushed.Load() < l.leo.Load() {
+			l.mu.Unlock() // appended to meanwhile: not idle after all
+			return
+		}
 	}
 	seg := l.active
 	l.activeIdle = true

@@ -150,6 +150,38 @@ func (s *segment) publishAborted() {
 	s.aborted.Store(&v)
 }
 
+// openTxnFileLocked opens the segment's .txnindex if it is not open: the
+// file holds the entries (start-up closes the .txnindex of inactive
+// segments once read, the idle sweep that of an idle active one), or is
+// stale or missing. REQUIRES: closeMu held.
+func (s *segment) openTxnFileLocked(fsys vfs.FS) error {
+	if s.txn.f != nil {
+		return nil
+	}
+	f, err := fsys.OpenFile(s.path(txnIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(int64(len(s.txn.entries) * txnEntrySize)); err != nil {
+		f.Close()
+		return err
+	}
+	s.txn.f = f
+	return nil
+}
+
+// prepareAbortLocked opens the .txnindex before an abort marker is
+// written, so that running out of descriptors refuses the marker rather
+// than leaving it written without its entry. REQUIRES: Log.mu held.
+func (s *segment) prepareAbortLocked(fsys vfs.FS) error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return errors.New("partition: segment closed")
+	}
+	return s.openTxnFileLocked(fsys)
+}
+
 // appendAbortedLocked adds an entry to the segment's .txnindex, creating
 // the file on the first one. REQUIRES: Log.mu held.
 func (s *segment) appendAbortedLocked(fsys vfs.FS, e abortedEntry) error {
@@ -158,20 +190,10 @@ func (s *segment) appendAbortedLocked(fsys vfs.FS, e abortedEntry) error {
 	if s.closed {
 		return errors.New("partition: segment closed")
 	}
-	pos := int64(len(s.txn.entries) * txnEntrySize)
-	if s.txn.f == nil {
-		// The file holds the entries (start-up closes the .txnindex of
-		// inactive segments once read), or is stale or missing.
-		f, err := fsys.OpenFile(s.path(txnIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		if err := f.Truncate(pos); err != nil {
-			f.Close()
-			return err
-		}
-		s.txn.f = f
+	if err := s.openTxnFileLocked(fsys); err != nil {
+		return err
 	}
+	pos := int64(len(s.txn.entries) * txnEntrySize)
 	if _, err := s.txn.f.WriteAt(appendTxnEntry(nil, e), pos); err != nil {
 		s.txn.f.Truncate(pos)
 		return err
