@@ -52,7 +52,11 @@ func partitionBudget(fdLimit int64, openSegments int) int64 {
 	if fdLimit <= 0 || fdLimit == math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return max(0, (fdLimit/2-3*int64(openSegments))*idlePerBusyPartition/descriptorsPerPartition)
+	half := max(0, fdLimit/2-3*int64(openSegments))
+	if half > math.MaxInt64/idlePerBusyPartition {
+		return math.MaxInt64 // no limit this large binds
+	}
+	return half * idlePerBusyPartition / descriptorsPerPartition
 }
 
 // openFileLimit is the process's soft RLIMIT_NOFILE (Go raises it to the

@@ -284,9 +284,10 @@ func (s *segment) use() (release func(), err error) {
 			return nil, err
 		}
 	}
-	// Only an unpinned segment nobody used may be in the cache (a pinned
-	// one never is: the hot path of reads of the active segment does not
-	// touch the store-wide cache).
+	// Only an unpinned segment nobody used is looked for in the cache: the
+	// hot path of reads of the active segment does not touch the
+	// store-wide cache. (A wake racing the idle sweep may leave a pinned
+	// segment in it; closeIdle skips that one, which only costs a slot.)
 	mayBeIdle := !s.pinned && s.refs == 0
 	s.refs++
 	s.closeMu.Unlock()
