@@ -3,7 +3,6 @@ package cleaner
 import (
 	"encoding/binary"
 	"hash/crc32"
-	"math/bits"
 
 	"github.com/kcompatd/kcompatd/recordbatch"
 )
@@ -20,17 +19,16 @@ func appendRebuilt(out []byte, raw *[]byte, spec recordbatch.BatchSpec, records 
 	if spec.Codec == recordbatch.None {
 		size := recordbatch.HeaderSize
 		for i := range records {
-			body := recordBodySize(&records[i])
-			size += varintSize(int64(body)) + body
+			size += recordbatch.RecordSize(&records[i])
 		}
 		out = grow(out, size)[:start+recordbatch.HeaderSize]
 		for i := range records {
-			out = appendRecord(out, &records[i])
+			out = recordbatch.AppendRecord(out, &records[i])
 		}
 	} else {
 		r := (*raw)[:0]
 		for i := range records {
-			r = appendRecord(r, &records[i])
+			r = recordbatch.AppendRecord(r, &records[i])
 		}
 		*raw = r
 		var err error
@@ -84,54 +82,4 @@ func grow(b []byte, n int) []byte {
 	nb := make([]byte, len(b), max(2*cap(b), len(b)+n))
 	copy(nb, b)
 	return nb
-}
-
-// varintSize is the size of v as a zigzag varint (Kafka's varint and
-// varlong alike: an int32's zigzag is the same as its int64's).
-func varintSize(v int64) int {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	return (bits.Len64(u|1) + 6) / 7
-}
-
-func bytesFieldSize(v []byte) int {
-	if v == nil {
-		return 1 // varint -1
-	}
-	return varintSize(int64(len(v))) + len(v)
-}
-
-// recordBodySize is the size of r's encoding after its length varint.
-func recordBodySize(r *recordbatch.Record) int {
-	n := 1 + varintSize(r.TimestampDelta) + varintSize(int64(r.OffsetDelta)) +
-		bytesFieldSize(r.Key) + bytesFieldSize(r.Value) + varintSize(int64(len(r.Headers)))
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		n += varintSize(int64(len(h.Key))) + len(h.Key) + bytesFieldSize(h.Value)
-	}
-	return n
-}
-
-func appendBytesField(b, v []byte) []byte {
-	if v == nil {
-		return binary.AppendVarint(b, -1)
-	}
-	return append(binary.AppendVarint(b, int64(len(v))), v...)
-}
-
-// appendRecord appends r as DefaultRecord writes it.
-func appendRecord(b []byte, r *recordbatch.Record) []byte {
-	b = binary.AppendVarint(b, int64(recordBodySize(r)))
-	b = append(b, byte(r.Attributes))
-	b = binary.AppendVarint(b, r.TimestampDelta)
-	b = binary.AppendVarint(b, int64(r.OffsetDelta))
-	b = appendBytesField(b, r.Key)
-	b = appendBytesField(b, r.Value)
-	b = binary.AppendVarint(b, int64(len(r.Headers)))
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		b = binary.AppendVarint(b, int64(len(h.Key)))
-		b = append(b, h.Key...)
-		b = appendBytesField(b, h.Value)
-	}
-	return b
 }

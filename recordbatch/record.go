@@ -209,3 +209,14 @@ func checkRecordSizes(r *Record) error {
 	}
 	return nil
 }
+
+// AppendRecord appends r in wire form (its length varint first), as
+// Build writes each record. REQUIRES: r comes from a batch that passed
+// this package's checks, so every length fits an int32.
+func AppendRecord(b []byte, r *Record) []byte { return appendRecord(b, r) }
+
+// RecordSize is the size AppendRecord writes for r.
+func RecordSize(r *Record) int {
+	body := recordBodySize(r)
+	return sizeVarint(int32(body)) + body
+}
