@@ -285,12 +285,17 @@ func TestConsumerGroupClassicMemberTimeouts(t *testing.T) {
 	b.sync(nil)
 	// No sync after a join for longer than the rebalance timeout: fenced.
 	b.join()
+	// A request through the group's goroutine after the join: it arms
+	// the group's timer (at the top of its loop) before serving this, so
+	// the deadline exists before the clock moves.
+	e.describeCG("g")
 	e.clk.Advance(rebalance + 1)
 	expectCode(t, "heartbeat after the sync timeout", e.heartbeat("g", b.gen, b.id, nil), kerr.UnknownMemberID)
 
 	b = &classicClient{e: e, group: "g", topic: "t"}
 	b.join()
 	b.sync(nil)
+	e.describeCG("g") // the timer armed first, as above
 	e.clk.Advance(session + 1)
 	c.ok()
 	expectCode(t, "heartbeat after the session timeout", e.heartbeat("g", b.gen, b.id, nil), kerr.UnknownMemberID)
