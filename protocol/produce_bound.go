@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -135,7 +136,20 @@ func (w *wireReader) nullableBytes() {
 // arrayLen reads an array's count; null and empty are 0. Each element is
 // at least a byte, as kmsg checks.
 func (w *wireReader) arrayLen() int {
-	n := w.length(w.int32)
+	var n int
+	if w.flexible {
+		// kmsg's CompactArrayLen: a 32-bit uvarint taken as an int32,
+		// less one, so a count past MaxInt32 wraps negative and reads
+		// as null (what kmsg decodes, the pre-pass must accept).
+		v := w.uvarint()
+		if v > math.MaxUint32 {
+			w.err = errWire
+			return 0
+		}
+		n = int(int32(uint32(v)) - 1)
+	} else {
+		n = w.int32()
+	}
 	if n < 0 {
 		return 0
 	}
