@@ -340,3 +340,36 @@ func waitForLEO(t *testing.T, l *Log, want int64) {
 		}
 	}
 }
+
+// TestFlushPanicFailsItsWaitersOnly: a flush that panics (here in the
+// segment's fsync) answers the append it was for with a storage error,
+// rather than leaving it and every later waiter waiting for a flush loop
+// that is gone; the log stays online and the next append's flush covers
+// both batches.
+func TestFlushPanicFailsItsWaitersOnly(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, map[string]string{"flush.messages": "1"}).Partitions[0]
+	mustAppend(t, l, mkBatch(t, 1, 1, 1))
+	var syncs atomic.Int64
+	e.fs.setHooks(func(name string) error {
+		if filepath.Ext(name) == ".log" && syncs.Add(1) == 1 {
+			panic("injected")
+		}
+		return nil
+	}, nil)
+	if _, err := l.Append(mkBatch(t, 1, 1, 1)); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append under the panicking flush: %v, want a storage error", err)
+	}
+	if hw := l.Offsets().HighWatermark; hw != 1 {
+		t.Fatalf("high watermark %d past the failed flush", hw)
+	}
+	r, err := l.Append(mkBatch(t, 1, 1, 1))
+	if err != nil || r.BaseOffset != 2 {
+		t.Fatalf("append after the panic: %+v, %v", r, err)
+	}
+	if o := l.Offsets(); o.HighWatermark != 3 || l.RecoveryPoint() != 3 {
+		t.Fatalf("offsets %+v, recovery point %d", o, l.RecoveryPoint())
+	}
+}

@@ -69,12 +69,23 @@ type Log struct {
 	deleted  atomic.Bool                // the topic was deleted
 	waitCh   atomic.Pointer[waiters]
 
-	// Group commit: one fsync at a time; appenders that arrive while it
-	// runs wait for the next one, which covers all of them.
+	// Group commit (flush.go): one flush loop at a time runs the log's
+	// fsyncs, back to back while anyone waits for one; an appender that
+	// arrives while an fsync runs is covered by the next, which starts as
+	// soon as that one returns.
 	fmu     sync.Mutex
 	fcond   *sync.Cond
-	syncing bool  // guarded by fmu
+	syncing bool  // a flush loop runs; guarded by fmu
 	syncErr error // sticky: after a failed fsync the log is offline; guarded by fmu
+	// syncWant is the highest offset a waiter wants fsynced: the flush
+	// loop runs until the recovery point reaches it. Guarded by fmu.
+	syncWant int64
+	// flushStarts and flushDone count the loop's flushes begun and
+	// finished; softFail is the last flush that failed without taking
+	// the log offline (out of descriptors), softErr its error: the
+	// waiters that flush was for get it. All guarded by fmu.
+	flushStarts, flushDone, softFail uint64
+	softErr                          error
 	// syncFailed is set with syncErr, so that Append learns of a failed
 	// fsync without taking fmu (the group-commit lock) on every append.
 	syncFailed atomic.Bool
@@ -548,45 +559,6 @@ func (l *Log) writeLeaderEpochLocked(start int64) error {
 	return nil
 }
 
-// syncTo returns once every offset below target is fsynced. One caller at
-// a time runs the fsync; the others wait and are covered by it or by the
-// next one (group commit).
-func (l *Log) syncTo(target int64) error {
-	l.fmu.Lock()
-	defer l.fmu.Unlock()
-	for {
-		if l.flushed.Load() >= target {
-			return nil
-		}
-		if l.syncErr != nil {
-			return l.syncErr
-		}
-		if !l.syncing {
-			break
-		}
-		l.fcond.Wait()
-	}
-	l.syncing = true
-	l.fmu.Unlock()
-	end, err := l.flushObserved()
-	l.fmu.Lock()
-	l.syncing = false
-	if err != nil && isResourceLimit(err) {
-		// Opening an idle segment's files failed: nothing was synced
-		// or lost, the next flush tries again.
-		l.logger.Warn().Err(err).Msg("flush could not open a segment's files")
-	} else if err != nil {
-		l.syncErr = err
-		l.syncFailed.Store(true)
-		l.store.markOffline(err)
-		l.logger.Error().Err(err).Msg("fsync failed, partition offline")
-	} else if end > l.flushed.Load() {
-		l.flushed.Store(end)
-	}
-	l.fcond.Broadcast()
-	return err
-}
-
 // flushOnce fsyncs every segment that may hold unsynced data (those from
 // the recovery point on), the indexes of the inactive ones, and the
 // directory if segments were created, returning the log end offset it
@@ -680,7 +652,8 @@ func (l *Log) close(deleted bool) error {
 			err = l.writeSnapshot(l.leo.Load(), snap)
 		}
 	}
-	// Wait for a running fsync before closing the files under it.
+	// Wait for the flush loop before closing the files under it: with
+	// no appends any more, it stops once its waiters are covered.
 	l.fmu.Lock()
 	for l.syncing {
 		l.fcond.Wait()

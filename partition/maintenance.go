@@ -395,11 +395,7 @@ func (l *Log) removeRetired(old []*segment) {
 	// syncing them (flushOnce works from a snapshot of the segment list):
 	// wait for it, or it fails on a closed file and takes the log offline.
 	// Later fsyncs no longer see these segments.
-	l.fmu.Lock()
-	for l.syncing {
-		l.fcond.Wait()
-	}
-	l.fmu.Unlock()
+	l.waitRunningFlush()
 	for _, s := range old {
 		s.close()
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {

@@ -370,11 +370,9 @@ func (c *conn) serveLoop() {
 		}
 	}()
 	for {
-		if len(c.held) > 0 && !c.nextIsProduce() {
-			// Never wait for the client with answers held: the request
-			// served last may have been one that is not answered (acks=0),
-			// and the next may not come before the client gives up.
-			if err := c.flushHeld(); err != nil {
+		if len(c.held) > 0 {
+			// Answer what is held as it becomes durable (conn_pipeline.go).
+			if err := c.awaitHeld(); err != nil {
 				if c.ctx.Err() == nil {
 					c.log.Info().Err(err).Msg("closing connection")
 				}
