@@ -29,6 +29,7 @@ type barrierFS struct {
 	all     chan struct{}
 	syncs   int          // fsyncs of .log files
 	onWrite func() error // if set, runs before each write to a .log file
+	onSync  func()       // if set, runs before each fsync of a .log file
 }
 
 func (b *barrierFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
@@ -48,7 +49,7 @@ func (f *barrierFile) Sync() error {
 	b := f.fs
 	b.mu.Lock()
 	b.syncs++
-	all := b.all
+	all, hook := b.all, b.onSync
 	if all != nil {
 		b.arrived++
 		if b.arrived == b.want {
@@ -57,6 +58,9 @@ func (f *barrierFile) Sync() error {
 		}
 	}
 	b.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	if all != nil {
 		select {
 		case <-all:
@@ -292,5 +296,65 @@ func TestProduceHeldAnswerBeforeAcksZero(t *testing.T) {
 	close(release)
 	if _, err := w.recv(first.Key(), first.GetVersion(), firstCorr); err != nil {
 		t.Fatalf("answer to the acks=all Produce: %v", err)
+	}
+}
+
+// TestProduceServedWhileEarlierFsyncRuns: a Produce that arrives while the
+// fsync of the one before it on the same connection runs is written at
+// once (the connection does not wait for that fsync first), so the next
+// fsync covers it; both are answered, in order, once durable, and neither
+// is visible before its fsync.
+func TestProduceServedWhileEarlierFsyncRuns(t *testing.T) {
+	bfs := &barrierFS{FS: memfs.New()}
+	_, tp, w := fsyncServer(t, bfs, 1)
+	w.roundTrip(produceToA(t, 0)) // writes the leader-epoch checkpoint
+	l := tp.Partitions[0]
+
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	var once sync.Once
+	bfs.mu.Lock()
+	bfs.onSync = func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	bfs.mu.Unlock()
+
+	id := "kcompatd-test"
+	reqs := []*kmsg.ProduceRequest{produceToA(t, 0), produceToA(t, 0)}
+	w.corr++
+	w.writeRaw(encodeRequest(reqs[0], w.corr, &id))
+	first := w.corr
+	<-entered // the first request's fsync runs, blocked
+	w.corr++
+	w.writeRaw(encodeRequest(reqs[1], w.corr, &id))
+	deadline := time.After(10 * time.Second)
+	for l.Offsets().LogEndOffset != 3 {
+		select {
+		case <-deadline:
+			close(release)
+			t.Fatalf("second request not written while the first's fsync ran: %+v", l.Offsets())
+		default:
+			runtime.Gosched()
+		}
+	}
+	if hw := l.Offsets().HighWatermark; hw != 1 {
+		t.Fatalf("high watermark %d before any fsync returned", hw)
+	}
+	close(release)
+	for i := range reqs {
+		resp, err := w.recv(reqs[i].Key(), reqs[i].GetVersion(), first+int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.BaseOffset != int64(1+i) {
+			t.Fatalf("request %d: code %d, base offset %d", i, p.ErrorCode, p.BaseOffset)
+		}
+	}
+	if o := l.Offsets(); o.HighWatermark != 3 || l.RecoveryPoint() != 3 {
+		t.Fatalf("offsets %+v, recovery point %d", o, l.RecoveryPoint())
 	}
 }
