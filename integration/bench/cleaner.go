@@ -43,25 +43,15 @@ func measureCleaner(tmp string, runs int) ([][]string, error) {
 	var rows [][]string
 	for _, c := range codecs {
 		rs := results[c]
-		mbps := mapR(rs, cleanerbench.Result.MBPerCPUSecond)
-		cpu := mapR(rs, cleanerbench.Result.CPUSecondsPerGB)
-		heap := mapR(rs, func(r cleanerbench.Result) float64 { return float64(r.PeakHeap) / 1e6 })
+		heap := mapVals(rs, func(r cleanerbench.Result) float64 { return float64(r.PeakHeap) / 1e6 })
 		rows = append(rows, []string{"log cleaner pass, " + c.String(),
-			fmt.Sprintf("%.0f MB/s per core (%.0f-%.0f)", medianF(mbps), slices.Min(mbps), slices.Max(mbps)),
-			fmt.Sprintf("%.2f CPU-s/GB (%.2f-%.2f)", medianF(cpu), slices.Min(cpu), slices.Max(cpu)),
+			spread("%.0f", " MB/s per core", mapVals(rs, cleanerbench.Result.MBPerCPUSecond)),
+			spread("%.2f", " CPU-s/GB", mapVals(rs, cleanerbench.Result.CPUSecondsPerGB)),
 			fmt.Sprintf("peak heap +%.0f MB", slices.Max(heap)),
 			fmt.Sprintf("%d MB dirty (as stored), 16-64 B keys, 1 KiB values, half the keys twice, %d MB segments, dedupe buffer 128 MiB; median of %d",
 				rs[0].DirtyBytes/1e6, *flagCleanerSegment>>20, len(rs))})
 	}
 	return rows, nil
-}
-
-func mapR(rs []cleanerbench.Result, f func(cleanerbench.Result) float64) []float64 {
-	out := make([]float64, len(rs))
-	for i, r := range rs {
-		out[i] = f(r)
-	}
-	return out
 }
 
 // cleanOnce builds the workload with codec c in a fresh store and cleans

@@ -198,11 +198,10 @@ func run() error {
 			}{"consume", "from the start of the produced log", cons})
 		}
 		for _, x := range runs {
-			cpu := mapT(x.runs, func(t throughput) float64 { return t.cpuPerGB })
 			add(x.name+" throughput",
-				fmt.Sprintf("%.0f MB/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.mbps }))),
-				fmt.Sprintf("%.0f rec/s", medianF(mapT(x.runs, func(t throughput) float64 { return t.rps }))),
-				fmt.Sprintf("%.2f CPU-s/GB (%.2f-%.2f)", medianF(cpu), slices.Min(cpu), slices.Max(cpu)),
+				fmt.Sprintf("%.0f MB/s", medianF(mapVals(x.runs, func(t throughput) float64 { return t.mbps }))),
+				fmt.Sprintf("%.0f rec/s", medianF(mapVals(x.runs, func(t throughput) float64 { return t.rps }))),
+				spread("%.2f", " CPU-s/GB", mapVals(x.runs, func(t throughput) float64 { return t.cpuPerGB })),
 				fmt.Sprintf("%d B records, %d partitions, %s; median of %d", *flagRecordSize, *flagPartitions, x.cond, len(x.runs)))
 		}
 		if r := floorRow(); r != nil {
@@ -297,12 +296,25 @@ type throughput struct {
 	mbps, rps, cpuPerGB float64
 }
 
-func mapT(ts []throughput, f func(throughput) float64) []float64 {
-	out := make([]float64, len(ts))
-	for i, t := range ts {
-		out[i] = f(t)
+// mapVals is f of each of xs, in order: one figure of each round.
+func mapVals[T any](xs []T, f func(T) float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
+}
+
+// spread is how the table prints a figure of several rounds: their median
+// in verb, unit, then their lowest and highest in parentheses, as in
+// "2.25 CPU-s/GB (2.19-2.31)". A range that reaches below zero is written
+// "(-1.5 to 0.5)", so that a minus sign never reads as the dash.
+func spread(verb, unit string, vs []float64) string {
+	sep := "-"
+	if slices.Min(vs) < 0 {
+		sep = " to "
+	}
+	return fmt.Sprintf(verb+"%s ("+verb+sep+verb+")", medianF(vs), unit, slices.Min(vs), slices.Max(vs))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

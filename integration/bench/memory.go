@@ -1,8 +1,12 @@
 package main
 
-// The memory measurement (-measure memory): issue 15's bounds on memory,
-// each on a fresh broker with its admin listener on, so that the broker's
-// Go heap can be read from /metrics (go_memstats_heap_inuse_bytes):
+// The memory measurement (-measure memory): issue 15's bounds on memory.
+// Each figure is the median of -runs rounds, with their lowest and highest
+// (spread); the rounds interleave the figures (rss, heap, partitions,
+// connections, rss, ...) so that drift of the machine falls on all alike.
+// Each round is on a fresh broker and data dir, with its admin listener
+// on, so that the broker's Go heap can be read from /metrics
+// (go_memstats_heap_inuse_bytes), and is bounded by -mem-round-timeout:
 //
 //   - rss: -mem-stream bytes produced and consumed at once through a topic
 //     whose retention deletes old segments while it runs (so the disk holds
@@ -13,8 +17,8 @@ package main
 //   - heap: a -mem-log byte log is produced, then one consumer reads it from
 //     the start: heap in use before, the peak sampled while it reads, after.
 //   - partitions: -mem-topics topics of -mem-topic-partitions partitions,
-//     one record in each; the broker is restarted on that data dir: the time
-//     from exec to a served Metadata, and RSS when idle.
+//     one record in each; the broker is stopped and started again on that
+//     data dir: the time from exec to a served Metadata, and RSS when idle.
 //   - connections: RSS with -mem-conns idle connections (each has done
 //     ApiVersions and Metadata) minus RSS without.
 
@@ -31,7 +35,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -53,6 +56,7 @@ var (
 	flagMemTopics     = flag.Int("mem-topics", 100, "with -measure memory: topics for the partitions figure")
 	flagMemTopicParts = flag.Int("mem-topic-partitions", 100, "with -measure memory: partitions per topic for the partitions figure")
 	flagMemConns      = flag.Int("mem-conns", 1000, "with -measure memory: idle connections for the connections figure")
+	flagMemTimeout    = flag.Duration("mem-round-timeout", 30*time.Minute, "with -measure memory: the longest one round of one figure may take before the bench fails (the broker's start and stop, bounded apart, aside)")
 	flagMemProfiles   = flag.String("mem-profiles", "", "with -measure memory: a `DIR` to save the broker's heap profile into at each live-heap reading (heap-N.pprof)")
 )
 
@@ -133,7 +137,8 @@ var profileSeq atomic.Int64
 // debug listener's heap profile with gc=1 runs: what the broker holds, not
 // the garbage a GC cycle has yet to free.
 func (m *memBroker) liveHeap() (float64, error) {
-	progress("memory: live heap reading %d", profileSeq.Load()+1)
+	seq := profileSeq.Add(1)
+	progress("memory: live heap reading %d", seq)
 	cl := &http.Client{Timeout: 30 * time.Second}
 	resp, err := cl.Get("http://" + m.debug + "/debug/pprof/heap?gc=1")
 	if err != nil {
@@ -141,7 +146,7 @@ func (m *memBroker) liveHeap() (float64, error) {
 	}
 	var out io.Writer = io.Discard
 	if *flagMemProfiles != "" {
-		f, err := os.Create(filepath.Join(*flagMemProfiles, fmt.Sprintf("heap-%d.pprof", profileSeq.Add(1))))
+		f, err := os.Create(filepath.Join(*flagMemProfiles, fmt.Sprintf("heap-%d.pprof", seq)))
 		if err != nil {
 			resp.Body.Close()
 			return 0, err
@@ -196,8 +201,13 @@ func (m *memBroker) sample() *sampler {
 func (s *sampler) stop() { close(s.stopc); <-s.done }
 
 // settle lets the broker's GC return memory after a run: two scavenger
-// periods, bounded.
-func settle() { time.Sleep(5 * time.Second) }
+// periods, or until a signal stops the bench.
+func settle() {
+	select {
+	case <-time.After(5 * time.Second):
+	case <-interruptCtx.Done():
+	}
+}
 
 // settled is the broker's RSS and live heap after settle.
 func (m *memBroker) settled() (rss, heap float64, err error) {
@@ -220,31 +230,61 @@ func gbs(n int64) string {
 	return fmt.Sprintf("%.4g GB", float64(n)/(1<<30))
 }
 
-// measureMemory runs the figures -mem asks for and adds their rows.
+// memFigure is one of -mem's figures: round measures it once, on a fresh
+// broker and data dir, within ctx, and keeps what it measured; rows are
+// the table's rows of all its rounds.
+type memFigure interface {
+	round(ctx context.Context, bin, tmp string) error
+	rows() [][]string
+}
+
+// measureMemory runs -runs rounds of the figures -mem asks for, the
+// figures interleaved in each round, and adds their rows.
 func measureMemory(bin, tmp string, addRow func(cols ...string)) error {
-	add := func(cols ...string) {
-		progress("%s", strings.Join(cols, " | "))
-		addRow(cols...)
-	}
+	var names []string
+	var figs []memFigure
 	for _, part := range strings.Split(*flagMemParts, ",") {
-		var err error
+		var f memFigure
 		switch part = strings.TrimSpace(part); part {
 		case "rss":
-			err = memStream(bin, tmp, add)
+			f = &memStream{}
 		case "heap":
-			err = memHeap(bin, tmp, add)
+			f = &memHeap{}
 		case "partitions":
-			err = memPartitions(bin, tmp, add)
+			f = &memPartitions{}
 		case "connections":
-			err = memConnections(bin, tmp, add)
+			f = &memConnections{}
 		default:
-			err = fmt.Errorf("-mem: unknown figure %q (rss, heap, partitions, connections)", part)
+			return fmt.Errorf("-mem: unknown figure %q (rss, heap, partitions, connections)", part)
 		}
-		if err != nil {
-			return fmt.Errorf("memory %s: %w", part, err)
+		names, figs = append(names, part), append(figs, f)
+	}
+	runs := max(*flagRuns, 1)
+	for i := range runs {
+		for fi, f := range figs {
+			progress("memory round %d/%d: %s", i+1, runs, names[fi])
+			ctx, cancel := context.WithTimeout(interruptCtx, *flagMemTimeout)
+			err := f.round(ctx, bin, tmp)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				err = fmt.Errorf("over -mem-round-timeout %v: %w", *flagMemTimeout, err)
+			}
+			cancel()
+			if err != nil {
+				return fmt.Errorf("memory %s, round %d: %w", names[fi], i+1, err)
+			}
+		}
+	}
+	for _, f := range figs {
+		for _, r := range f.rows() {
+			addRow(r...)
 		}
 	}
 	return nil
+}
+
+// mbSpread is prefix and spread of byte counts vs in MB.
+func mbSpread(prefix string, vs []float64) string {
+	return prefix + spread("%.1f", " MB", mapVals(vs, func(v float64) float64 { return v / 1e6 }))
 }
 
 func randomValues() [][]byte {
@@ -302,8 +342,11 @@ func produceN(ctx context.Context, addr, topic string, n int64, idempotent bool,
 	return err
 }
 
-// memStream produces and consumes -mem-stream bytes at once.
-func memStream(bin, tmp string, add func(cols ...string)) error {
+// memStream is the rss figure: -mem-stream bytes produced and consumed at
+// once, per round.
+type memStream struct{ rss, peak, heap, idle, mbps []float64 }
+
+func (f *memStream) round(ctx context.Context, bin, tmp string) error {
 	const topic = "mem-stream"
 	m, idempotent, err := memTopicBroker(bin, tmp, topic, map[string]*string{
 		partition.SegmentBytesConfig:   kadm.StringPtr(strconv.Itoa(memSegment)),
@@ -315,9 +358,12 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 	defer stop(m.b, m.dir)
 	n := int64(*flagMemStream / int64(*flagRecordSize))
 	progress("memory rss: producing and consuming %d MB at once", n*int64(*flagRecordSize)>>20)
-	ctx, cancel := context.WithTimeout(interruptCtx, 2*time.Hour)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rss0, _ := m.b.RSS()
+	rss0, err := m.b.RSS()
+	if err != nil {
+		return err
+	}
 	smp := m.sample()
 
 	var consumed atomic.Int64
@@ -358,11 +404,18 @@ func memStream(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	add(fmt.Sprintf("RSS after %s produced and consumed", gbs(*flagMemStream)), mb(rss1),
-		"peak "+mb(smp.rss), "live heap "+mb(heap1),
-		fmt.Sprintf("target 150 MB; idle before %s; at once, %.0f MB/s, producer at most %d MB ahead; %d partitions, segment.bytes %d MB, retention.bytes %d MB; every offset consumed",
-			mb(float64(rss0)), float64(n)*float64(*flagRecordSize)/1e6/wall.Seconds(), memLag>>20, *flagPartitions, memSegment>>20, memRetention>>20))
+	mbps := float64(n) * float64(*flagRecordSize) / 1e6 / wall.Seconds()
+	progress("memory rss: RSS after %s, peak %s, live heap %s; %.0f MB/s", mb(rss1), mb(smp.rss), mb(heap1), mbps)
+	f.rss, f.peak, f.heap = append(f.rss, rss1), append(f.peak, smp.rss), append(f.heap, heap1)
+	f.idle, f.mbps = append(f.idle, float64(rss0)), append(f.mbps, mbps)
 	return nil
+}
+
+func (f *memStream) rows() [][]string {
+	return [][]string{{fmt.Sprintf("RSS after %s produced and consumed", gbs(*flagMemStream)), mbSpread("", f.rss),
+		mbSpread("peak ", f.peak), mbSpread("live heap ", f.heap),
+		fmt.Sprintf("target 150 MB; idle before %s; at once, %s, producer at most %d MB ahead; %d partitions, segment.bytes %d MB, retention.bytes %d MB; every offset consumed; median of %d",
+			mbSpread("", f.idle), spread("%.0f", " MB/s", f.mbps), memLag>>20, *flagPartitions, memSegment>>20, memRetention>>20, len(f.rss))}}
 }
 
 // consumeAll reads n records of topic from the start, counting them in
@@ -401,8 +454,14 @@ func consumeAll(ctx context.Context, addr, topic string, n int64, count *atomic.
 	return nil
 }
 
-// memHeap produces -mem-log bytes, then reads them from the start.
-func memHeap(bin, tmp string, add func(cols ...string)) error {
+// memHeap is the heap figure: per round, a -mem-log byte log is produced,
+// then read from the start.
+type memHeap struct {
+	before, peak, after     []float64 // live heap, sampled heap
+	rssBefore, rssPeak, rss []float64
+}
+
+func (f *memHeap) round(ctx context.Context, bin, tmp string) error {
 	const topic = "mem-log"
 	m, idempotent, err := memTopicBroker(bin, tmp, topic, nil)
 	if err != nil {
@@ -411,8 +470,6 @@ func memHeap(bin, tmp string, add func(cols ...string)) error {
 	defer stop(m.b, m.dir)
 	n := int64(*flagMemLog / int64(*flagRecordSize))
 	progress("memory heap: producing a %d MB log", n*int64(*flagRecordSize)>>20)
-	ctx, cancel := context.WithTimeout(interruptCtx, time.Hour)
-	defer cancel()
 	if err := produceN(ctx, m.b.Addr, topic, n, idempotent, func(int64) error { return nil }); err != nil {
 		return err
 	}
@@ -421,7 +478,10 @@ func memHeap(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	rssBefore, _ := m.b.RSS()
+	rssBefore, err := m.b.RSS()
+	if err != nil {
+		return err
+	}
 	progress("memory heap: consuming it from the start")
 	smp := m.sample()
 	var count atomic.Int64
@@ -430,38 +490,51 @@ func memHeap(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	settle()
-	after, err := m.liveHeap()
+	rssAfter, after, err := m.settled()
 	if err != nil {
 		return err
 	}
-	rssAfter, _ := m.b.RSS()
-	add(fmt.Sprintf("heap while a consumer reads a %s log from the start", gbs(*flagMemLog)),
-		"before "+mb(before), "peak "+mb(smp.heap), "after "+mb(after),
-		fmt.Sprintf("go_memstats_heap_inuse_bytes: before and after right after a forced GC (live heap), peak sampled every 250 ms (GOGC lets garbage reach about the live heap); RSS before %s, peak %s, after %s; fetch.max.bytes 64 MB, %d partitions",
-			mb(float64(rssBefore)), mb(smp.rss), mb(float64(rssAfter)), *flagPartitions))
+	progress("memory heap: live heap before %s, peak %s, after %s", mb(before), mb(smp.heap), mb(after))
+	f.before, f.peak, f.after = append(f.before, before), append(f.peak, smp.heap), append(f.after, after)
+	f.rssBefore, f.rssPeak, f.rss = append(f.rssBefore, float64(rssBefore)), append(f.rssPeak, smp.rss), append(f.rss, rssAfter)
 	return nil
 }
 
-// memPartitions fills a data dir with -mem-topics x -mem-topic-partitions
-// partitions, then restarts the broker on it -runs times.
-func memPartitions(bin, tmp string, add func(cols ...string)) error {
-	if _, err := raiseFileLimit(*flagMemTopics * *flagMemTopicParts); err != nil {
+func (f *memHeap) rows() [][]string {
+	growth := make([]float64, len(f.after))
+	for i := range growth {
+		growth[i] = f.after[i] - f.before[i]
+	}
+	return [][]string{{fmt.Sprintf("heap while a consumer reads a %s log from the start", gbs(*flagMemLog)),
+		mbSpread("before ", f.before), mbSpread("peak ", f.peak), mbSpread("after ", f.after),
+		fmt.Sprintf("target: no growth; after minus before, per round: %s; go_memstats_heap_inuse_bytes: before and after right after a forced GC (live heap), peak sampled every 250 ms (GOGC lets garbage reach about the live heap); RSS before %s, peak %s, after %s; fetch.max.bytes 64 MB, %d partitions; median of %d",
+			mbSpread("", growth), mbSpread("", f.rssBefore), mbSpread("", f.rssPeak), mbSpread("", f.rss), *flagPartitions, len(f.before))}}
+}
+
+// memPartitions is the partitions figure: per round, a fresh data dir is
+// filled with -mem-topics x -mem-topic-partitions partitions, and the
+// broker is started again on it.
+type memPartitions struct {
+	nofile uint64
+	rounds []startFigures
+}
+
+func (f *memPartitions) round(ctx context.Context, bin, tmp string) error {
+	total := *flagMemTopics * *flagMemTopicParts
+	nofile, err := raiseFileLimit(total)
+	if err != nil {
 		return err
 	}
+	f.nofile = nofile
 	m, err := startMem(bin, tmp, "")
 	if err != nil {
 		return err
 	}
 	dir := m.dir
 	defer os.RemoveAll(dir)
-	total := *flagMemTopics * *flagMemTopicParts
-	nofile, err := raiseFileLimit(total) // what the first call set
-	if err == nil {
-		progress("memory partitions: creating %d topics x %d partitions", *flagMemTopics, *flagMemTopicParts)
-		err = fillPartitions(m.b.Addr)
-	}
-	// Stopped cleanly, so that the starts below find a clean shutdown.
+	progress("memory partitions: creating %d topics x %d partitions", *flagMemTopics, *flagMemTopicParts)
+	err = fillPartitions(ctx, m.b.Addr)
+	// Stopped cleanly, so that the start below finds a clean shutdown.
 	serr := m.b.Stop(2 * time.Minute)
 	forget(m.b)
 	if err != nil {
@@ -470,36 +543,38 @@ func memPartitions(bin, tmp string, add func(cols ...string)) error {
 	if serr != nil {
 		return fmt.Errorf("stopping the broker that filled the data dir: %w", serr)
 	}
-	var starts, cpus []time.Duration
-	var rss, heaps []float64
-	for i := range *flagRuns {
-		progress("memory partitions: start %d/%d on %d partitions", i+1, *flagRuns, total)
-		f, err := startOnExisting(bin, dir)
-		if err != nil {
-			return err
-		}
-		starts, cpus, rss, heaps = append(starts, f.served), append(cpus, f.cpu), append(rss, f.rss), append(heaps, f.heap)
+	progress("memory partitions: starting on %d partitions", total)
+	s, err := startOnExisting(bin, dir)
+	if err != nil {
+		return err
 	}
-	add(fmt.Sprintf("start-up with %d partitions", total), fmt.Sprintf("%.0f ms", ms(median(starts))),
-		fmt.Sprintf("(%.0f-%.0f)", ms(minD(starts)), ms(maxD(starts))), fmt.Sprintf("CPU %.0f ms", ms(median(cpus))),
-		fmt.Sprintf("target 2 s; exec to a served Metadata (CPU: the broker's utime+stime then) on an existing data dir (%d topics x %d, one record each, clean shutdown); median of %d", *flagMemTopics, *flagMemTopicParts, len(starts)))
-	add(fmt.Sprintf("idle RSS with %d partitions", total), mb(medianF(rss)), "live heap "+mb(medianF(heaps)), "",
-		fmt.Sprintf("target 300 MB; 5 s after the served Metadata; RLIMIT_NOFILE %d", nofile))
+	progress("memory partitions: served Metadata after %.0f ms (CPU %.0f ms), idle RSS %s, live heap %s", ms(s.served), ms(s.cpu), mb(s.rss), mb(s.heap))
+	f.rounds = append(f.rounds, s)
 	return nil
 }
 
-func minD(ds []time.Duration) time.Duration { return slices.Min(ds) }
-func maxD(ds []time.Duration) time.Duration { return slices.Max(ds) }
+func (f *memPartitions) rows() [][]string {
+	total := *flagMemTopics * *flagMemTopicParts
+	r := f.rounds
+	return [][]string{
+		{fmt.Sprintf("start-up with %d partitions", total),
+			spread("%.0f", " ms", mapVals(r, func(s startFigures) float64 { return ms(s.served) })),
+			"CPU " + spread("%.0f", " ms", mapVals(r, func(s startFigures) float64 { return ms(s.cpu) })), "",
+			fmt.Sprintf("target 2 s; exec to a served Metadata (CPU: the broker's utime+stime then) on an existing data dir (%d topics x %d, one record each, clean shutdown), fresh each round; median of %d", *flagMemTopics, *flagMemTopicParts, len(r))},
+		{fmt.Sprintf("idle RSS with %d partitions", total),
+			mbSpread("", mapVals(r, func(s startFigures) float64 { return s.rss })),
+			mbSpread("live heap ", mapVals(r, func(s startFigures) float64 { return s.heap })), "",
+			fmt.Sprintf("target 300 MB; 5 s after the served Metadata; RLIMIT_NOFILE %d; median of %d", f.nofile, len(r))},
+	}
+}
 
 // fillPartitions creates the topics and writes one record to each partition.
-func fillPartitions(addr string) error {
+func fillPartitions(ctx context.Context, addr string) error {
 	cl, err := newClientAddr(addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(interruptCtx, 30*time.Minute)
-	defer cancel()
 	adm := kadm.NewClient(cl)
 	const perRequest = 20
 	for t := 0; t < *flagMemTopics; t += perRequest {
@@ -581,8 +656,11 @@ func startOnExisting(bin, dir string) (f startFigures, err error) {
 	return f, err
 }
 
-// memConnections opens -mem-conns idle connections.
-func memConnections(bin, tmp string, add func(cols ...string)) error {
+// memConnections is the connections figure: per round, RSS and live heap
+// with -mem-conns idle connections and without.
+type memConnections struct{ rss0, rss1, heap0, heap1 []float64 }
+
+func (f *memConnections) round(ctx context.Context, bin, tmp string) error {
 	m, err := startMem(bin, tmp, "", fmt.Sprintf("max.connections.per.ip=%d", *flagMemConns+100))
 	if err != nil {
 		return err
@@ -599,8 +677,11 @@ func memConnections(bin, tmp string, add func(cols ...string)) error {
 			c.Close()
 		}
 	}()
+	var d net.Dialer
 	for range *flagMemConns {
-		c, err := net.DialTimeout("tcp", m.b.Addr, 5*time.Second)
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := d.DialContext(dctx, "tcp", m.b.Addr)
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -613,11 +694,22 @@ func memConnections(bin, tmp string, add func(cols ...string)) error {
 	if err != nil {
 		return err
 	}
-	n := float64(len(conns))
-	add(fmt.Sprintf("%d idle connections", len(conns)), mb(rss1-rss0),
-		fmt.Sprintf("%.1f KB each", (rss1-rss0)/n/1e3), "live heap "+mb(heap1-heap0),
-		fmt.Sprintf("target 100 MB; RSS with them (%s) minus without (%s); each did ApiVersions v3 and Metadata v12", mb(rss1), mb(rss0)))
+	progress("memory connections: RSS %s with them, %s without; live heap %s, %s", mb(rss1), mb(rss0), mb(heap1), mb(heap0))
+	f.rss0, f.rss1, f.heap0, f.heap1 = append(f.rss0, rss0), append(f.rss1, rss1), append(f.heap0, heap0), append(f.heap1, heap1)
 	return nil
+}
+
+func (f *memConnections) rows() [][]string {
+	n := float64(*flagMemConns)
+	rss := make([]float64, len(f.rss1))
+	heap := make([]float64, len(f.rss1))
+	for i := range rss {
+		rss[i], heap[i] = f.rss1[i]-f.rss0[i], f.heap1[i]-f.heap0[i]
+	}
+	return [][]string{{fmt.Sprintf("%d idle connections", *flagMemConns), mbSpread("", rss),
+		spread("%.1f", " KB each", mapVals(rss, func(v float64) float64 { return v / n / 1e3 })), mbSpread("live heap ", heap),
+		fmt.Sprintf("target 100 MB; RSS with them, %s, minus without, %s, per round; each did ApiVersions v3 and Metadata v12; median of %d",
+			mbSpread("", f.rss1), mbSpread("", f.rss0), len(rss))}}
 }
 
 // greet sends ApiVersions and Metadata on c and reads both answers, as a
