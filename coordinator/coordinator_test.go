@@ -144,14 +144,19 @@ func (e *env) sync(group string, gen int32, member string, assign map[string]str
 	return wait(e.t, e.syncAsync(group, gen, member, assign))
 }
 
-func (e *env) syncAsync(group string, gen int32, member string, assign map[string]string) <-chan *kmsg.SyncGroupResponse {
+// syncReq is a v5 SyncGroup; assign is the leader's assignment.
+func syncReq(group string, gen int32, member string, assign map[string]string) *kmsg.SyncGroupRequest {
 	r := kmsg.NewPtrSyncGroupRequest()
 	r.Version = 5
 	r.Group, r.Generation, r.MemberID = group, gen, member
 	for m, a := range assign {
 		r.GroupAssignment = append(r.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: []byte(a)})
 	}
-	ch, g, resp := e.c.startSync(context.Background(), r)
+	return r
+}
+
+func (e *env) syncAsync(group string, gen int32, member string, assign map[string]string) <-chan *kmsg.SyncGroupResponse {
+	ch, g, resp := e.c.startSync(context.Background(), syncReq(group, gen, member, assign))
 	out := make(chan *kmsg.SyncGroupResponse, 1)
 	if resp != nil {
 		out <- resp

@@ -173,6 +173,49 @@ type group struct {
 
 	timer   clock.Timer
 	timerAt time.Time
+
+	// replies are answers to blocked JoinGroup and SyncGroup calls held
+	// until publish: a member that gets its answer and at once lists or
+	// describes the group sees the state the answer was given in.
+	replies []reply
+}
+
+// reply is one held answer (answerJoin, answerSync).
+type reply struct {
+	join  chan *kmsg.JoinGroupResponse
+	jresp *kmsg.JoinGroupResponse
+	sync  chan *kmsg.SyncGroupResponse
+	sresp *kmsg.SyncGroupResponse
+}
+
+// answerJoin queues r for ch; publish sends it.
+func (g *group) answerJoin(ch chan *kmsg.JoinGroupResponse, r *kmsg.JoinGroupResponse) {
+	g.replies = append(g.replies, reply{join: ch, jresp: r})
+}
+
+// answerSync queues r for ch; publish sends it.
+func (g *group) answerSync(ch chan *kmsg.SyncGroupResponse, r *kmsg.SyncGroupResponse) {
+	g.replies = append(g.replies, reply{sync: ch, sresp: r})
+}
+
+// sendReplies sends the held answers; code != 0 replaces each with that
+// error (a panicked group's answers describe a state it no longer has).
+// Every channel has room for its one answer, so this never blocks.
+func (g *group) sendReplies(code int16) {
+	for _, r := range g.replies {
+		switch {
+		case r.join != nil && code != 0:
+			r.join <- g.joinError(r.jresp.Version, r.jresp.MemberID, code)
+		case r.join != nil:
+			r.join <- r.jresp
+		case code != 0:
+			r.sync <- &kmsg.SyncGroupResponse{Version: r.sresp.Version, ErrorCode: code}
+		default:
+			r.sync <- r.sresp
+		}
+	}
+	clear(g.replies)
+	g.replies = g.replies[:0]
 }
 
 func newGroup(c *Coordinator, id string) *group {
@@ -210,6 +253,7 @@ func (g *group) publish() {
 	if s == nil || s.state != g.state || s.protocolType != g.protocolType || s.consumer != consumer || s.share != share || s.streams != streams {
 		g.sum.Store(&summary{state: g.state, protocolType: g.protocolType, consumer: consumer, share: share, streams: streams})
 	}
+	g.sendReplies(0) // after the summary they were given in
 }
 
 // do runs f on the group's goroutine; false if the group is gone (Dead
@@ -315,18 +359,20 @@ func (g *group) fireTimer() {
 	g.onTimer()
 }
 
-// failWaiters answers every blocked JoinGroup and SyncGroup.
+// failWaiters answers every blocked JoinGroup and SyncGroup, and every
+// held answer, with code.
 func (g *group) failWaiters(code int16) {
 	for _, m := range g.members {
 		if m.joinCh != nil {
-			m.joinCh <- g.joinError(m.joinVersion, m.id, code)
+			g.answerJoin(m.joinCh, g.joinError(m.joinVersion, m.id, code))
 			m.joinCh = nil
 		}
 		if m.syncCh != nil {
-			m.syncCh <- &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: code}
+			g.answerSync(m.syncCh, &kmsg.SyncGroupResponse{Version: m.syncVersion})
 			m.syncCh = nil
 		}
 	}
+	g.sendReplies(code)
 }
 
 // nextDeadline is the earliest instant something in the group is due.
@@ -485,7 +531,7 @@ func (g *group) prepareRebalance(reason string) {
 		for _, m := range g.members {
 			m.assignment = nil
 			if m.syncCh != nil {
-				m.syncCh <- &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: kerr.RebalanceInProgress.Code}
+				g.answerSync(m.syncCh, &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: kerr.RebalanceInProgress.Code})
 				m.syncCh = nil
 			}
 		}
@@ -564,7 +610,7 @@ func (g *group) completeJoin() {
 			if m.id == g.leader {
 				resp.Members = g.memberList()
 			}
-			m.joinCh <- resp
+			g.answerJoin(m.joinCh, resp)
 			m.joinCh = nil
 		}
 		// Every member, static ones that did not rejoin included, starts
@@ -674,11 +720,11 @@ func (g *group) supportsProtocols(protocolType string, ps []protocol) bool {
 // alive joins again as a new member.
 func (g *group) removeMember(m *member, code int16) {
 	if m.joinCh != nil {
-		m.joinCh <- g.joinError(m.joinVersion, "", code)
+		g.answerJoin(m.joinCh, g.joinError(m.joinVersion, "", code))
 		m.joinCh = nil
 	}
 	if m.syncCh != nil {
-		m.syncCh <- &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: code}
+		g.answerSync(m.syncCh, &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: code})
 		m.syncCh = nil
 	}
 	delete(g.members, m.id)
@@ -763,7 +809,7 @@ func (g *group) onLoaded() {
 // ch, now or when the join phase completes.
 func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kmsg.JoinGroupResponse) {
 	v := req.Version
-	fail := func(code int16) { ch <- g.joinError(v, req.MemberID, code) }
+	fail := func(code int16) { g.answerJoin(ch, g.joinError(v, req.MemberID, code)) }
 	ps := make([]protocol, len(req.Protocols))
 	for i, p := range req.Protocols {
 		ps[i] = protocol{name: p.Name, metadata: p.Metadata}
@@ -776,7 +822,7 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 			g.removeMember(m, kerr.GroupMaxSizeReached.Code)
 		}
 		delete(g.pending, req.MemberID)
-		ch <- g.joinError(v, "", kerr.GroupMaxSizeReached.Code)
+		g.answerJoin(ch, g.joinError(v, "", kerr.GroupMaxSizeReached.Code))
 		g.tryCompleteJoin()
 		return
 	}
@@ -790,7 +836,7 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 	}
 	if g.cg != nil && !g.leaveConsumerGroup() {
 		// A classic member of a consumer group (consumer_classic.go).
-		ch <- g.classicJoin(req, client)
+		g.answerJoin(ch, g.classicJoin(req, client))
 		return
 	}
 	if req.Reason != nil {
@@ -831,7 +877,7 @@ func (g *group) join(req *kmsg.JoinGroupRequest, client ClientInfo, ch chan *kms
 		// times out does not leave an unknown member behind.
 		g.pending[id] = g.c.clock.Now().Add(session)
 		r := g.joinError(v, id, kerr.MemberIDRequired.Code)
-		ch <- r
+		g.answerJoin(ch, r)
 		return
 	}
 	g.addMember(req, id, ps, session, rebalance, client, ch)
@@ -878,7 +924,7 @@ func (g *group) addMember(req *kmsg.JoinGroupRequest, id string, ps []protocol, 
 
 func (g *group) joinKnown(req *kmsg.JoinGroupRequest, ps []protocol, session, rebalance time.Duration, ch chan *kmsg.JoinGroupResponse) {
 	v := req.Version
-	fail := func(code int16) { ch <- g.joinError(v, req.MemberID, code) }
+	fail := func(code int16) { g.answerJoin(ch, g.joinError(v, req.MemberID, code)) }
 	if code := g.checkMember(req.MemberID, req.InstanceID); code != 0 {
 		fail(code)
 		return
@@ -887,7 +933,7 @@ func (g *group) joinKnown(req *kmsg.JoinGroupRequest, ps []protocol, session, re
 	update := func() {
 		if m.joinCh != nil && m.joinCh != ch {
 			// A retried JoinGroup replaces the older one.
-			m.joinCh <- g.joinError(m.joinVersion, m.id, kerr.UnknownServerError.Code)
+			g.answerJoin(m.joinCh, g.joinError(m.joinVersion, m.id, kerr.UnknownServerError.Code))
 		}
 		m.protocols = ps
 		m.sessionTimeout = session
@@ -906,7 +952,7 @@ func (g *group) joinKnown(req *kmsg.JoinGroupRequest, ps []protocol, session, re
 			if m.id == g.leader {
 				r.Members = g.memberList()
 			}
-			ch <- r
+			g.answerJoin(ch, r)
 			return
 		}
 		update()
@@ -914,7 +960,7 @@ func (g *group) joinKnown(req *kmsg.JoinGroupRequest, ps []protocol, session, re
 		g.tryCompleteJoin()
 	case stateStable:
 		if m.id != g.leader && m.sameProtocols(ps) {
-			ch <- g.joinResponse(v, m.id)
+			g.answerJoin(ch, g.joinResponse(v, m.id))
 			return
 		}
 		update()
@@ -931,11 +977,11 @@ func (g *group) replaceStatic(req *kmsg.JoinGroupRequest, old *member, newID str
 	v := req.Version
 	oldID := old.id
 	if old.joinCh != nil {
-		old.joinCh <- g.joinError(old.joinVersion, oldID, kerr.FencedInstanceID.Code)
+		g.answerJoin(old.joinCh, g.joinError(old.joinVersion, oldID, kerr.FencedInstanceID.Code))
 		old.joinCh = nil
 	}
 	if old.syncCh != nil {
-		old.syncCh <- &kmsg.SyncGroupResponse{Version: old.syncVersion, ErrorCode: kerr.FencedInstanceID.Code}
+		g.answerSync(old.syncCh, &kmsg.SyncGroupResponse{Version: old.syncVersion, ErrorCode: kerr.FencedInstanceID.Code})
 		old.syncCh = nil
 	}
 	delete(g.members, oldID)
@@ -972,7 +1018,7 @@ func (g *group) replaceStatic(req *kmsg.JoinGroupRequest, old *member, newID str
 					if g.leader == newID {
 						g.leader = oldID
 					}
-					ch <- g.joinError(v, "", storeErrorCode(err))
+					g.answerJoin(ch, g.joinError(v, "", storeErrorCode(err)))
 					return
 				}
 				r := g.joinResponse(v, newID)
@@ -980,7 +1026,7 @@ func (g *group) replaceStatic(req *kmsg.JoinGroupRequest, old *member, newID str
 					r.Members = g.memberList()
 					r.SkipAssignment = true
 				}
-				ch <- r
+				g.answerJoin(ch, r)
 				g.heartbeat(old)
 				return
 			}
@@ -1015,13 +1061,13 @@ func (g *group) checkMember(memberID string, instanceID *string) int16 {
 // sync handles a SyncGroup on the group's goroutine.
 func (g *group) sync(req *kmsg.SyncGroupRequest, ch chan *kmsg.SyncGroupResponse) {
 	v := req.Version
-	fail := func(code int16) { ch <- &kmsg.SyncGroupResponse{Version: v, ErrorCode: code} }
+	fail := func(code int16) { g.answerSync(ch, &kmsg.SyncGroupResponse{Version: v, ErrorCode: code}) }
 	if g.state == stateDead {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
 	if g.cg != nil {
-		ch <- g.classicSync(req)
+		g.answerSync(ch, g.classicSync(req))
 		return
 	}
 	if code := g.checkMember(req.MemberID, req.InstanceID); code != 0 {
@@ -1045,7 +1091,7 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, ch chan *kmsg.SyncGroupResponse
 	case stateCompletingRebalance:
 		delete(g.pendingSync, m.id)
 		if m.syncCh != nil {
-			m.syncCh <- &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: kerr.UnknownServerError.Code}
+			g.answerSync(m.syncCh, &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: kerr.UnknownServerError.Code})
 		}
 		m.syncCh, m.syncVersion = ch, v
 		if m.id != g.leader {
@@ -1065,7 +1111,7 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, ch chan *kmsg.SyncGroupResponse
 			for _, mm := range g.members {
 				mm.assignment = nil
 				if mm.syncCh != nil {
-					mm.syncCh <- &kmsg.SyncGroupResponse{Version: mm.syncVersion, ErrorCode: code}
+					g.answerSync(mm.syncCh, &kmsg.SyncGroupResponse{Version: mm.syncVersion, ErrorCode: code})
 					mm.syncCh = nil
 				}
 			}
@@ -1076,14 +1122,14 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, ch chan *kmsg.SyncGroupResponse
 		g.log.Info().Int32("generation", g.generation).Msg("group is stable")
 		for _, mm := range g.members {
 			if mm.syncCh != nil {
-				mm.syncCh <- g.syncResponse(mm.syncVersion, mm.assignment)
+				g.answerSync(mm.syncCh, g.syncResponse(mm.syncVersion, mm.assignment))
 				mm.syncCh = nil
 				g.heartbeat(mm)
 			}
 		}
 	case stateStable:
 		delete(g.pendingSync, m.id)
-		ch <- g.syncResponse(v, m.assignment)
+		g.answerSync(ch, g.syncResponse(v, m.assignment))
 		g.heartbeat(m)
 	}
 }

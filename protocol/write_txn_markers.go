@@ -35,7 +35,14 @@ package protocol
 //     caps it at the replica count, one here.
 //   - The answer has one entry per producer id (markers of one id merge,
 //     the later marker's result winning for a partition named twice) and
-//     each partition once, grouped by topic, in request order.
+//     each partition once, grouped by topic, in request order. A request
+//     failed whole (the two cases above) answers only the last marker of
+//     each producer id, its partitions with the request's one code: Kafka
+//     4.3.1 builds that answer with getErrorResponse, whose map by
+//     producer id each marker replaces (asked directly: markers
+//     (7: mt-0), (7: mt-1,2), (-1: mt-0) are answered 7: mt-1,2 and
+//     -1: mt-0, all UNKNOWN_SERVER_ERROR). Kafka orders producer ids and
+//     partitions as its hash maps iterate; we keep request order.
 //
 // Deliberate differences: a partition named twice in one marker is
 // written once and answered; Kafka 4.3.1 writes it once and never
@@ -78,7 +85,20 @@ func handleWriteTxnMarkers(s *Server, r *Request) (kmsg.Response, error) {
 	case s.unbuildableMarker(req):
 		whole = kerr.UnknownServerError.Code
 	}
-	for _, m := range req.Markers {
+	// Kafka answers a failed request from the request alone
+	// (WriteTxnMarkersRequest.getErrorResponse): a map by producer id
+	// that each marker replaces, so only the last marker of an id is
+	// answered.
+	last := map[int64]int{}
+	if whole != 0 {
+		for i, m := range req.Markers {
+			last[m.ProducerID] = i
+		}
+	}
+	for i, m := range req.Markers {
+		if whole != 0 && last[m.ProducerID] != i {
+			continue
+		}
 		tv := int16(0)
 		if r.Version >= 2 {
 			tv = int16(m.TransactionVersion)

@@ -232,6 +232,16 @@ func TestWriteTxnMarkersUnbuildable(t *testing.T) {
 		req.Markers = append(req.Markers, markerReq(1, pid, epoch, false, 0, 0, topic, 0).Markers[0])
 		return req
 	}
+	// Failed whole, only the last marker of a producer id is answered,
+	// as Kafka 4.3.1's getErrorResponse does (its map by producer id).
+	repeated := markerReq(1, 8, 0, true, 0, 0, "u", 0)
+	for _, m := range []*kmsg.WriteTxnMarkersRequest{
+		markerReq(1, 8, 0, true, 0, 0, "u", 1),
+		markerReq(1, -1, -1, false, 0, 0, "u", 0),
+		markerReq(1, -1, -1, false, 0, 0, "u", 1),
+	} {
+		repeated.Markers = append(repeated.Markers, m.Markers[0])
+	}
 	cases := []struct {
 		name string
 		req  *kmsg.WriteTxnMarkersRequest
@@ -243,6 +253,7 @@ func TestWriteTxnMarkersUnbuildable(t *testing.T) {
 		{"epoch -1 on an unknown topic", pair(9, -1, "nope"), "[8 u-1=0 9 nope-0=3]", 1},
 		{"epoch -2", pair(9, -2, "u"), "[8 u-1=0 9 u-0=47]", 2},
 		{"epoch -1 on __consumer_offsets", pair(9, -1, coordinator.OffsetsTopic), "[8 u-1=0 9 __consumer_offsets-0=-1]", 3},
+		{"markers of one producer id", repeated, "[8 u-1=-1 -1 u-1=-1]", 3},
 	}
 	for _, c := range cases {
 		resp := w.roundTrip(c.req).(*kmsg.WriteTxnMarkersResponse)
