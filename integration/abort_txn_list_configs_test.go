@@ -186,4 +186,21 @@ func TestListConfigResources(t *testing.T) {
 	if code, got := list(2, 7); code != kerr.UnsupportedVersion.Code || len(got) != 0 {
 		t.Errorf("an unknown type: %d %v, want UNSUPPORTED_VERSION", code, got)
 	}
+
+	// With its last override deleted the group is no longer listed: what
+	// Kafka 4.3.1 answers (it lists the groups of its config image, which
+	// drops a resource with no configs left).
+	alter.Resources[0].Configs[0].Op = kmsg.IncrementalAlterConfigOpDelete
+	alter.Resources[0].Configs[0].Value = nil
+	if ar, err := alter.RequestWith(ctx, cl); err != nil || ar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("delete group config: %+v %v", ar, err)
+	}
+	code, got := list(32)
+	for try := 0; b.external() && try < 50 && got["32:"+group]; try++ {
+		time.Sleep(100 * time.Millisecond)
+		code, got = list(32)
+	}
+	if code != 0 || got["32:"+group] {
+		t.Errorf("groups after the last override was deleted: %d %v", code, got)
+	}
 }

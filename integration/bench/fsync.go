@@ -81,9 +81,9 @@ func measureFsync(peers []peer, tmp string, add func(...string), record func(p p
 	var rps [2][]float64
 	for pi, fp := range flushPolicies {
 		rs := runs[pi]
-		rps[pi] = mapF(rs, func(r fsyncRun) float64 { return r.rps })
-		p50 := mapF(rs, func(r fsyncRun) float64 { return ms(r.p50) })
-		p99 := mapF(rs, func(r fsyncRun) float64 { return ms(r.p99) })
+		rps[pi] = mapVals(rs, func(r fsyncRun) float64 { return r.rps })
+		p50 := mapVals(rs, func(r fsyncRun) float64 { return ms(r.p50) })
+		p99 := mapVals(rs, func(r fsyncRun) float64 { return ms(r.p99) })
 		add("many producers, "+fp.name,
 			fmt.Sprintf("%.0f rec/s (%.0f-%.0f)", medianF(rps[pi]), slices.Min(rps[pi]), slices.Max(rps[pi])),
 			fmt.Sprintf("produce p50 %.2f ms (%.2f-%.2f)", medianF(p50), slices.Min(p50), slices.Max(p50)),
@@ -234,18 +234,10 @@ func measureDiskFloor(dir string) (diskFloor, error) {
 
 // diskFloorRow is the table row of the disk floors measured.
 func diskFloorRow(fs []diskFloor) []string {
-	p50 := mapF(fs, func(f diskFloor) float64 { return ms(f.p50) })
-	p99 := mapF(fs, func(f diskFloor) float64 { return ms(f.p99) })
+	p50 := mapVals(fs, func(f diskFloor) float64 { return ms(f.p50) })
+	p99 := mapVals(fs, func(f diskFloor) float64 { return ms(f.p99) })
 	return []string{"disk floor: 1 KiB append + fsync",
 		fmt.Sprintf("p50 %.3f ms (%.3f-%.3f)", medianF(p50), slices.Min(p50), slices.Max(p50)),
 		fmt.Sprintf("p99 %.3f ms (%.3f-%.3f)", medianF(p99), slices.Min(p99), slices.Max(p99)), "",
 		fmt.Sprintf("%d writes to a fresh file next to the data dirs, once per round; median of %d", floorWrites, len(fs))}
-}
-
-func mapF[T any](xs []T, f func(T) float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
-	}
-	return out
 }

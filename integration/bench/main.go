@@ -221,11 +221,12 @@ func run() error {
 			break
 		}
 		var p50s, p99s []time.Duration
+		var latAcks string
 		var floors []diskFloor // with an fsync per append: the disk's own, each round
 		for i := range *flagRuns {
 			for _, p := range peers {
 				progress("latency round %d/%d (%s), %s", i+1, *flagRuns, lc.name, p.name)
-				p50, p99, err := measureLatency(p, tmp, lc.configs)
+				p50, p99, idem, err := measureLatency(p, tmp, lc.configs)
 				if err != nil {
 					return fmt.Errorf("%s: %w", p.name, err)
 				}
@@ -233,6 +234,12 @@ func run() error {
 				record(p, metric("latency p50 ms, "+lc.name), ms(p50))
 				record(p, metric("latency p99 ms, "+lc.name), ms(p99))
 				if p.name == "kcompatd" {
+					// The latency producer's own flavour: acks above is
+					// only set when throughput was measured.
+					latAcks = "acks=all, not idempotent (broker lacks InitProducerId)"
+					if idem {
+						latAcks = "acks=all, idempotent"
+					}
 					p50s = append(p50s, p50)
 					p99s = append(p99s, p99)
 				}
@@ -248,7 +255,7 @@ func run() error {
 		add("end-to-end latency, "+lc.name,
 			fmt.Sprintf("p50 %.2f ms", ms(median(p50s))),
 			fmt.Sprintf("p99 %.2f ms", ms(median(p99s))), "",
-			fmt.Sprintf("%d rec/s, linger 0, %s; median of %d", *flagRate, acks, len(p50s)))
+			fmt.Sprintf("%d rec/s, linger 0, %s; median of %d", *flagRate, latAcks, len(p50s)))
 		if len(floors) > 0 {
 			add(diskFloorRow(floors)...)
 		}
@@ -658,19 +665,19 @@ func measureThroughput(p peer, tmp string, codec kgo.CompressionCodec, consume b
 
 // measureLatency produces at a fixed rate for -latency-duration, each record
 // carrying its send time, and measures when a consumer sees it.
-func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duration, err error) {
+func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duration, idempotent bool, err error) {
 	b, err := p.start(tmp, configs)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, idempotent, err
 	}
 	defer b.stop()
-	idempotent, err := supportsIdempotence(b)
+	idempotent, err = supportsIdempotence(b)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, idempotent, err
 	}
 	const topic = "latency"
 	if err := createTopic(b, topic); err != nil {
-		return 0, 0, err
+		return 0, 0, idempotent, err
 	}
 	n := int(float64(*flagRate) * flagLatencyDur.Seconds())
 
@@ -680,7 +687,7 @@ func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duratio
 		kgo.FetchMaxWait(500*time.Millisecond),
 	)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, idempotent, err
 	}
 	defer cc.Close()
 	// Let the consumer reach the (empty) partitions before timing starts.
@@ -690,7 +697,7 @@ func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duratio
 
 	pc, err := newClient(b, append(producerOpts(idempotent), kgo.ProducerLinger(0))...)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, idempotent, err
 	}
 	defer pc.Close()
 
@@ -699,7 +706,7 @@ func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duratio
 	// One record with a zero send time first, so that connections and
 	// metadata are in place before timing starts; the consumer skips it.
 	if err := pc.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: make([]byte, *flagRecordSize)}).FirstErr(); err != nil {
-		return 0, 0, fmt.Errorf("warm-up produce: %w", err)
+		return 0, 0, idempotent, fmt.Errorf("warm-up produce: %w", err)
 	}
 	lat := make([]time.Duration, 0, n)
 	var wg sync.WaitGroup
@@ -744,17 +751,17 @@ func measureLatency(p peer, tmp string, configs []string) (p50, p99 time.Duratio
 		})
 	}
 	if err := pc.Flush(ctx); err != nil {
-		return 0, 0, err
+		return 0, 0, idempotent, err
 	}
 	wg.Wait()
 	if e := failed.Load(); e != nil {
-		return 0, 0, fmt.Errorf("produce: %w", *e)
+		return 0, 0, idempotent, fmt.Errorf("produce: %w", *e)
 	}
 	if consumeErr != nil {
-		return 0, 0, consumeErr
+		return 0, 0, idempotent, consumeErr
 	}
 	slices.Sort(lat)
-	return lat[len(lat)*50/100], lat[len(lat)*99/100], nil
+	return lat[len(lat)*50/100], lat[len(lat)*99/100], idempotent, nil
 }
 
 // eventValue is n bytes of JSON-like event text, compressing about as logs
