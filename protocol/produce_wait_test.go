@@ -204,16 +204,7 @@ func TestProduceAnswersHeldForOneFsync(t *testing.T) {
 	// The other requests are written while it runs (the connection does
 	// not wait for it), so that one more fsync covers them all.
 	l := tp.Partitions[0]
-	deadline := time.After(10 * time.Second)
-	for l.Offsets().LogEndOffset != 1+n {
-		select {
-		case <-deadline:
-			close(release)
-			t.Fatalf("requests not written while the first fsync ran: %+v", l.Offsets())
-		default:
-			runtime.Gosched()
-		}
-	}
+	waitWrittenDuringFsync(t, l, 1+n, release)
 	close(release)
 	for i := range reqs {
 		resp, err := w.recv(reqs[i].Key(), reqs[i].GetVersion(), first+int32(i))
@@ -329,16 +320,7 @@ func TestProduceServedWhileEarlierFsyncRuns(t *testing.T) {
 	<-entered // the first request's fsync runs, blocked
 	w.corr++
 	w.writeRaw(encodeRequest(reqs[1], w.corr, &id))
-	deadline := time.After(10 * time.Second)
-	for l.Offsets().LogEndOffset != 3 {
-		select {
-		case <-deadline:
-			close(release)
-			t.Fatalf("second request not written while the first's fsync ran: %+v", l.Offsets())
-		default:
-			runtime.Gosched()
-		}
-	}
+	waitWrittenDuringFsync(t, l, 3, release)
 	if hw := l.Offsets().HighWatermark; hw != 1 {
 		t.Fatalf("high watermark %d before any fsync returned", hw)
 	}
@@ -355,5 +337,22 @@ func TestProduceServedWhileEarlierFsyncRuns(t *testing.T) {
 	}
 	if o := l.Offsets(); o.HighWatermark != 3 || l.RecoveryPoint() != 3 {
 		t.Fatalf("offsets %+v, recovery point %d", o, l.RecoveryPoint())
+	}
+}
+
+// waitWrittenDuringFsync waits until l's log end offset is want while an
+// fsync is held; on failure it lets the held fsync go (release) first, so
+// that the server can stop.
+func waitWrittenDuringFsync(t *testing.T, l *partition.Log, want int64, release chan struct{}) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for l.Offsets().LogEndOffset != want {
+		select {
+		case <-deadline:
+			close(release)
+			t.Fatalf("batches not written while an earlier fsync ran: %+v", l.Offsets())
+		default:
+			runtime.Gosched()
+		}
 	}
 }

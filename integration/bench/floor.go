@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"syscall"
 	"time"
 )
@@ -64,7 +63,7 @@ func floorRow() []string {
 		sum[i] = floorRuns[i] + recvRuns[i]
 	}
 	return []string{"  kernel floor of produce", "", "",
-		fmt.Sprintf("%.2f CPU-s/GB (%.2f-%.2f)", medianF(sum), slices.Min(sum), slices.Max(sum)),
+		spread("%.2f", " CPU-s/GB", sum),
 		fmt.Sprintf("thread CPU of receiving -size bytes over loopback TCP (%.2f) and of buffered pwrites of them (%.2f; %d B writes over %d new files in the data dir's file system); median of %d",
 			medianF(recvRuns), medianF(floorRuns), floorWriteSize, *flagPartitions, len(floorRuns))}
 }

@@ -85,9 +85,9 @@ func measureFsync(peers []peer, tmp string, add func(...string), record func(p p
 		p50 := mapVals(rs, func(r fsyncRun) float64 { return ms(r.p50) })
 		p99 := mapVals(rs, func(r fsyncRun) float64 { return ms(r.p99) })
 		add("many producers, "+fp.name,
-			fmt.Sprintf("%.0f rec/s (%.0f-%.0f)", medianF(rps[pi]), slices.Min(rps[pi]), slices.Max(rps[pi])),
-			fmt.Sprintf("produce p50 %.2f ms (%.2f-%.2f)", medianF(p50), slices.Min(p50), slices.Max(p50)),
-			fmt.Sprintf("p99 %.2f ms (%.2f-%.2f)", medianF(p99), slices.Min(p99), slices.Max(p99)),
+			spread("%.0f", " rec/s", rps[pi]),
+			"produce p50 "+spread("%.2f", " ms", p50),
+			"p99 "+spread("%.2f", " ms", p99),
 			fmt.Sprintf("%d producers, %d rec/s offered, keyed %d B records, %d partitions, %s; median of %d",
 				*flagFsyncProducers, *flagFsyncRate, *flagRecordSize, *flagPartitions, acks, len(rs)))
 	}
@@ -97,7 +97,7 @@ func measureFsync(peers []peer, tmp string, add func(...string), record func(p p
 		ratio = append(ratio, rps[0][i]/rps[1][i])
 	}
 	add("many producers, rec/s default / flush.messages=1",
-		fmt.Sprintf("%.2fx (%.2f-%.2f)", medianF(ratio), slices.Min(ratio), slices.Max(ratio)), "", "",
+		spread("%.2f", "x", ratio), "", "",
 		fmt.Sprintf("per round; median of %d", len(ratio)))
 	add(diskFloorRow(floors)...)
 	return nil
@@ -237,7 +237,7 @@ func diskFloorRow(fs []diskFloor) []string {
 	p50 := mapVals(fs, func(f diskFloor) float64 { return ms(f.p50) })
 	p99 := mapVals(fs, func(f diskFloor) float64 { return ms(f.p99) })
 	return []string{"disk floor: 1 KiB append + fsync",
-		fmt.Sprintf("p50 %.3f ms (%.3f-%.3f)", medianF(p50), slices.Min(p50), slices.Max(p50)),
-		fmt.Sprintf("p99 %.3f ms (%.3f-%.3f)", medianF(p99), slices.Min(p99), slices.Max(p99)), "",
+		"p50 " + spread("%.3f", " ms", p50),
+		"p99 " + spread("%.3f", " ms", p99), "",
 		fmt.Sprintf("%d writes to a fresh file next to the data dirs, once per round; median of %d", floorWrites, len(fs))}
 }
