@@ -199,8 +199,9 @@ func (g *group) answerSync(ch chan *kmsg.SyncGroupResponse, r *kmsg.SyncGroupRes
 }
 
 // sendReplies sends the held answers; code != 0 replaces each with that
-// error (a panicked group's answers describe a state it no longer has).
-// Every channel has room for its one answer, so this never blocks.
+// error, which only recoverPanic asks for (a panicked group's answers
+// describe a state it no longer has). Every channel has room for its one
+// answer, so this never blocks.
 func (g *group) sendReplies(code int16) {
 	for _, r := range g.replies {
 		switch {
@@ -311,6 +312,7 @@ func (g *group) run() {
 			select {
 			case <-g.c.quit:
 				g.failWaiters(kerr.CoordinatorNotAvailable.Code)
+				g.publish()
 				return
 			case f := <-g.reqs:
 				g.handedOff()
@@ -323,6 +325,7 @@ func (g *group) run() {
 		if g.state == stateDead {
 			g.c.removeGroup(g)
 			g.failWaiters(kerr.CoordinatorNotAvailable.Code)
+			g.sendReplies(0) // Dead is published already
 			return
 		}
 	}
@@ -350,6 +353,7 @@ func (g *group) recoverPanic() {
 	g.log.Error().Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
 		Msg("group goroutine panicked: membership failed, committed offsets kept")
 	g.failWaiters(kerr.NotCoordinator.Code)
+	g.sendReplies(kerr.NotCoordinator.Code) // no publish follows
 	g.c.replaceGroup(g)
 }
 
@@ -359,8 +363,9 @@ func (g *group) fireTimer() {
 	g.onTimer()
 }
 
-// failWaiters answers every blocked JoinGroup and SyncGroup, and every
-// held answer, with code.
+// failWaiters queues code as the answer of every blocked JoinGroup and
+// SyncGroup. Answers queued before it stand: the next publish sends them
+// all, in order, once the state they were given in is listed.
 func (g *group) failWaiters(code int16) {
 	for _, m := range g.members {
 		if m.joinCh != nil {
@@ -368,11 +373,10 @@ func (g *group) failWaiters(code int16) {
 			m.joinCh = nil
 		}
 		if m.syncCh != nil {
-			g.answerSync(m.syncCh, &kmsg.SyncGroupResponse{Version: m.syncVersion})
+			g.answerSync(m.syncCh, &kmsg.SyncGroupResponse{Version: m.syncVersion, ErrorCode: code})
 			m.syncCh = nil
 		}
 	}
-	g.sendReplies(code)
 }
 
 // nextDeadline is the earliest instant something in the group is due.

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -149,3 +150,113 @@ func TestWaitersAnsweredAfterPublish(t *testing.T) {
 }
 
 func lenOf[T any](ch chan T) func() int { return func() int { return len(ch) } }
+
+// TestFailWaitersQueuesItsAnswers: failing the waiters (an online
+// upgrade, an unload) queues their errors behind the answers the same
+// operation queued before, and publish sends them all once the group's
+// new state is listed; answers queued earlier keep what they said. Each
+// trigger runs on the group's goroutine, where the waiters' channels must
+// still be empty when it returns (but for an unload, whose Dead state is
+// published at once, by setState, and its answers with it).
+func TestFailWaitersQueuesItsAnswers(t *testing.T) {
+	type waiter struct {
+		n    func() int
+		code func() int16
+		want *kerr.Error
+	}
+	joinWaiter := func(ch chan *kmsg.JoinGroupResponse, want *kerr.Error) waiter {
+		return waiter{lenOf(ch), func() int16 { return (<-ch).ErrorCode }, want}
+	}
+	for _, tc := range []struct {
+		name      string
+		setup     func(e *env) ([]waiter, func(g *group), string)
+		publishes bool // the trigger publishes (and answers) itself
+	}{{
+		name: "an answer queued before stands",
+		setup: func(e *env) ([]waiter, func(g *group), string) {
+			e.stableGroup("g", 1)
+			blocked := e.newJoinRaw("g") // waits for member 0 to rejoin
+			queued := make(chan *kmsg.JoinGroupResponse, 1)
+			return []waiter{joinWaiter(queued, nil), joinWaiter(blocked, kerr.RebalanceInProgress)}, func(g *group) {
+				g.answerJoin(queued, g.joinResponse(9, "queued"))
+				g.failWaiters(kerr.RebalanceInProgress.Code)
+			}, "PreparingRebalance"
+		},
+	}, {
+		name: "unload",
+		setup: func(e *env) ([]waiter, func(g *group), string) {
+			e.stableGroup("g", 1)
+			blocked := e.newJoinRaw("g")
+			return []waiter{joinWaiter(blocked, kerr.NotCoordinator)}, (*group).unload, "Dead"
+		},
+		publishes: true,
+	}, {
+		name: "online upgrade",
+		setup: func(e *env) ([]waiter, func(g *group), string) {
+			e.topic("t", 2)
+			a := &classicClient{e: e, group: "g", topic: "t"}
+			a.join()
+			expectCode(e.t, "classic sync", a.sync(map[string][]int32{a.id: {0, 1}}).ErrorCode, nil)
+			b := &classicClient{e: e, group: "g", topic: "t"}
+			r := wait(e.t, e.joinRaw(b.joinRequest()))
+			expectCode(e.t, "first join", r.ErrorCode, kerr.MemberIDRequired)
+			b.id = r.MemberID
+			blocked := e.joinRaw(b.joinRequest()) // waits for a to rejoin
+			hb := heartbeatRequest{req: e.newClient("g", "c-member", "t").request()}
+			return []waiter{joinWaiter(blocked, kerr.RebalanceInProgress)}, func(g *group) {
+				if _, he := g.consumerHeartbeat(hb); he != nil {
+					t.Errorf("upgrade: %+v", he)
+				}
+			}, "Empty" // the classic state of a consumer group
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			waiters, trigger, want := tc.setup(e)
+			g := e.c.lookup("g", false)
+			ok := e.c.onGroup(context.Background(), "g", false, func(gg *group) {
+				trigger(gg)
+				if gg.state.String() != want {
+					t.Errorf("state after the trigger %s, want %s", gg.state, want)
+				}
+				for i, w := range waiters {
+					if w.n() != 0 && !tc.publishes {
+						t.Errorf("waiter %d answered before the group's state was published", i)
+					}
+				}
+			})
+			if !ok {
+				t.Fatal("group gone")
+			}
+			if s := g.sum.Load().state.String(); s != want {
+				t.Fatalf("published state %s, want %s", s, want)
+			}
+			for i, w := range waiters {
+				if w.n() != 1 {
+					t.Fatalf("waiter %d not answered after the publish", i)
+				}
+				expectCode(t, fmt.Sprintf("waiter %d", i), w.code(), w.want)
+			}
+		})
+	}
+}
+
+// TestPanicReplacesQueuedAnswers: after a panic nothing the operation
+// queued can be trusted, so an answer it queued before panicking leaves
+// as NOT_COORDINATOR, as the blocked waiters' do.
+func TestPanicReplacesQueuedAnswers(t *testing.T) {
+	e := newEnv(t, nil)
+	e.stableGroup("g", 1)
+	blocked := e.newJoinRaw("g")
+	queued := make(chan *kmsg.JoinGroupResponse, 1)
+	old := e.c.lookup("g", false)
+	if !old.do(context.Background(), func() {
+		old.answerJoin(queued, old.joinResponse(9, "queued"))
+		panic("injected: after queueing an answer")
+	}) {
+		t.Fatal("group gone before the panic")
+	}
+	wait(t, old.done)
+	expectCode(t, "queued answer", wait(t, queued).ErrorCode, kerr.NotCoordinator)
+	expectCode(t, "blocked join", wait(t, blocked).ErrorCode, kerr.NotCoordinator)
+}
