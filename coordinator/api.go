@@ -28,8 +28,8 @@ type ClientInfo struct {
 const retries = 3
 
 // onGroup runs f on the group's goroutine (creating the group when create
-// is set) and waits for it; false if the group does not exist, or it went
-// away and no replacement could be reached.
+// is set) and waits for it; false if the group does not exist, it went
+// away and no replacement could be reached, or its goroutine ended in f.
 func (c *Coordinator) onGroup(ctx context.Context, id string, create bool, f func(g *group)) bool {
 	for i := 0; i < retries; i++ {
 		g := c.lookup(id, create)
@@ -42,8 +42,20 @@ func (c *Coordinator) onGroup(ctx context.Context, id string, create bool, f fun
 		if !g.do(ctx, func() { f(g); g.publish(); close(done) }) {
 			continue // the group went Dead under us: follow its replacement
 		}
-		<-done
-		return true
+		select {
+		case <-done:
+			return true
+		case <-g.done:
+			// f panicked (recoverPanic replaced the group): answered as
+			// a group we do not have, not run again on the replacement,
+			// since what it did before the panic cannot be known.
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
+		}
 	}
 	return false
 }

@@ -46,3 +46,32 @@ func TestGroupGoroutinePanic(t *testing.T) {
 	_, ch := e.joinNew("g", "m")
 	expectCode(t, "new member's join", wait(t, ch).ErrorCode, nil)
 }
+
+// TestOpPanicEndsTheWait: a request whose work panics on the group's
+// goroutine gets an answer instead of waiting forever for a closure
+// that never finishes: onGroup reports the group gone (its callers then
+// answer as for a group we do not have), the work is not run again on
+// the replacement, and the replacement serves the next request.
+func TestOpPanicEndsTheWait(t *testing.T) {
+	e := newEnv(t, nil)
+	e.stableGroup("g", 1)
+	old := e.c.lookup("g", false)
+	runs := 0
+	ok := make(chan bool, 1)
+	go func() {
+		ok <- e.c.onGroup(context.Background(), "g", false, func(*group) {
+			runs++
+			panic("injected: request work")
+		})
+	}()
+	if wait(t, ok) {
+		t.Fatal("onGroup reported the panicked work done")
+	}
+	wait(t, old.done)
+	if runs != 1 {
+		t.Fatalf("the work ran %d times, want 1", runs)
+	}
+	expectCode(t, "old member's heartbeat", e.heartbeat("g", 1, "gone", nil), kerr.UnknownMemberID)
+	_, ch := e.joinNew("g", "m")
+	expectCode(t, "new member's join", wait(t, ch).ErrorCode, nil)
+}
