@@ -21,7 +21,8 @@ import (
 var errFlushPanic = errors.New("partition: flush panicked")
 
 // syncTo returns once every offset below target is fsynced, or with the
-// error of a flush that was to cover it.
+// error of a flush that was to cover it; on a closed or deleted log it
+// starts no flush and returns goneErr for what is not yet fsynced.
 func (l *Log) syncTo(target int64) error {
 	l.fmu.Lock()
 	defer l.fmu.Unlock()
@@ -37,6 +38,11 @@ func (l *Log) syncTo(target int64) error {
 		}
 		if l.softFail > mine {
 			return l.softErr
+		}
+		if l.gone.Load() {
+			// close has waited out the last flush and is closing the
+			// files (set under fmu, so no loop starts after it).
+			return l.goneErr()
 		}
 		l.syncWant = max(l.syncWant, target)
 		if !l.syncing {

@@ -373,3 +373,58 @@ func TestFlushPanicFailsItsWaitersOnly(t *testing.T) {
 		t.Fatalf("offsets %+v, recovery point %d", o, l.RecoveryPoint())
 	}
 }
+
+// TestSyncToAfterClose: a waiter that reaches syncTo once Log.close has
+// let go of the files (a held Produce's wait) starts no flush on them:
+// it gets the closed log's error (UNKNOWN_TOPIC for a deleted one) and no
+// file is opened or fsynced. A target already durable is still nil.
+func TestSyncToAfterClose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete bool
+		want   error
+	}{
+		{"closed", false, ErrClosed},
+		{"deleted", true, ErrUnknownTopic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.open()
+			defer s.Close()
+			l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+			mustAppend(t, l, mkBatch(t, 3, 1, 1)) // not fsynced: flush.messages default
+			if tc.delete {
+				if err := s.DeleteTopic("t"); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := l.close(false); err != nil {
+				t.Fatal(err)
+			}
+			durable := l.flushed.Load()
+			syncs, dirSyncs, opened := e.fs.fileSyncs.Load(), e.fs.dirSyncs.Load(), e.fs.opened.Load()
+			// A clean close fsyncs to the log end; one offset past it
+			// stands for an append the close did not cover.
+			if err := l.syncTo(l.leo.Load() + 1); !errors.Is(err, tc.want) {
+				t.Fatalf("syncTo after close: %v, want %v", err, tc.want)
+			}
+			if err := l.syncTo(durable); err != nil {
+				t.Fatalf("syncTo(%d) of what close made durable: %v", durable, err)
+			}
+			if got := e.fs.fileSyncs.Load() - syncs; got != 0 {
+				t.Errorf("%d file fsyncs after close", got)
+			}
+			if got := e.fs.dirSyncs.Load() - dirSyncs; got != 0 {
+				t.Errorf("%d directory fsyncs after close", got)
+			}
+			if got := e.fs.opened.Load() - opened; got != 0 {
+				t.Errorf("%d files opened after close", got)
+			}
+			l.fmu.Lock()
+			syncing := l.syncing
+			l.fmu.Unlock()
+			if syncing {
+				t.Error("a flush loop started after close")
+			}
+		})
+	}
+}
