@@ -21,6 +21,10 @@ package protocol
 //     DynamicLogConfig); others are INVALID_REQUEST "Cannot update these
 //     configs dynamically: Set(...)", and a bad value INVALID_REQUEST with
 //     Kafka's ConfigException text (KAFKA-13609 keeps that code).
+//   - GROUP: the configs sent become the group's whole override set (the
+//     controller's legacy path drops the others); names and values are
+//     checked as for IncrementalAlterConfigs (INVALID_CONFIG "Unknown
+//     group config name: x", a bad value INVALID_CONFIG), on the new set.
 //   - BROKER_LOGGER and other types: INVALID_REQUEST "Unknown resource
 //     type N", as Kafka (legacy AlterConfigs never supported loggers).
 //   - ValidateOnly validates everything and changes nothing.
@@ -148,9 +152,7 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, ops []c
 	case resourceBroker:
 		return s.alterBroker(name, ops, incremental, validateOnly)
 	case resourceGroup:
-		if incremental {
-			return s.alterGroupConfigs(name, ops, validateOnly)
-		}
+		return s.alterGroupConfigs(name, ops, incremental, validateOnly)
 	case resourceBrokerLogger:
 		if incremental {
 			// kcompatd's logger is handed in by the embedder and has no

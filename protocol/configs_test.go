@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -452,5 +453,52 @@ func TestIncrementalAppendBrokerBase(t *testing.T) {
 	def, br := b.store.DynamicBrokerConfigs()
 	if br["log.cleanup.policy"] != "delete,compact" || def["log.cleanup.policy"] != "delete,compact" {
 		t.Fatalf("per-broker %q, cluster default %q; want delete,compact for both", br["log.cleanup.policy"], def["log.cleanup.policy"])
+	}
+}
+
+// TestAlterConfigsGroup: legacy AlterConfigs on a GROUP makes the configs
+// sent the group's whole override set, as Kafka's controller does on its
+// legacy path (the overrides not sent are deleted); names and values are
+// checked as for IncrementalAlterConfigs, and a failure or ValidateOnly
+// changes nothing.
+func TestAlterConfigsGroup(t *testing.T) {
+	b := startBroker(t, nil)
+	gc := b.s.groups.GroupConfigs()
+	before := map[string]string{"consumer.session.timeout.ms": "50000", "share.auto.offset.reset": "earliest"}
+	for _, tc := range []struct {
+		name         string
+		v            int16
+		kv           []string
+		validateOnly bool
+		code         int16
+		msg          string
+		want         map[string]string
+	}{
+		{"v0 replaces the set", 0, []string{"share.auto.offset.reset", "latest"}, false, 0, "", map[string]string{"share.auto.offset.reset": "latest"}},
+		{"v1 replaces the set", 1, []string{"share.isolation.level", "read_committed"}, false, 0, "", map[string]string{"share.isolation.level": "read_committed"}},
+		{"v2 replaces the set", 2, []string{"consumer.session.timeout.ms", "50000", "share.auto.offset.reset", "latest"}, false, 0, "",
+			map[string]string{"consumer.session.timeout.ms": "50000", "share.auto.offset.reset": "latest"}},
+		{"nothing sent deletes every override", 2, nil, false, 0, "", nil},
+		{"validate only", 2, []string{"share.auto.offset.reset", "latest"}, true, 0, "", before},
+		{"unknown name", 2, []string{"share.auto.offset.reset", "latest", "no.such", "1"}, false, kerr.InvalidConfig.Code, "Unknown group config name: no.such", before},
+		{"bad value", 2, []string{"consumer.session.timeout.ms", "soon"}, false, kerr.InvalidConfig.Code,
+			"Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT", before},
+		{"over the broker's bound", 2, []string{"consumer.session.timeout.ms", "600001"}, false, kerr.InvalidConfig.Code,
+			"consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms", before},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if msg, err := gc.Alter("g", func(map[string]string) (map[string]string, string) { return maps.Clone(before), "" }, false); msg != "" || err != nil {
+				t.Fatalf("set-up: %q %v", msg, err)
+			}
+			req := alterReq(tc.v, resourceGroup, "g", tc.kv...)
+			req.ValidateOnly = tc.validateOnly
+			got := dialWire(t, b.addr).roundTrip(req).(*kmsg.AlterConfigsResponse).Resources[0]
+			if got.ErrorCode != tc.code || (tc.msg != "" && deref(got.ErrorMessage) != tc.msg) {
+				t.Errorf("got %d %q, want %d %q", got.ErrorCode, deref(got.ErrorMessage), tc.code, tc.msg)
+			}
+			if cur := gc.Get("g"); !maps.Equal(cur, tc.want) {
+				t.Errorf("overrides %v, want %v", cur, tc.want)
+			}
+		})
 	}
 }

@@ -65,7 +65,9 @@ func (s *Server) describeGroupConfigs(name string, want func(string) bool, synon
 	return out, nil
 }
 
-func (s *Server) alterGroupConfigs(name string, ops []configOp, validateOnly bool) error {
+// alterGroupConfigs changes a group's config overrides: incrementally, or
+// (legacy AlterConfigs) replacing the whole set with the configs sent.
+func (s *Server) alterGroupConfigs(name string, ops []configOp, incremental, validateOnly bool) error {
 	if name == "" {
 		return &configError{kerr.InvalidGroupID, "Group id must not be empty"}
 	}
@@ -77,7 +79,7 @@ func (s *Server) alterGroupConfigs(name string, ops []configOp, validateOnly boo
 				return nil, "invalid"
 			}
 		}
-		next, err := applyConfigOps(cur, ops, true, func(o configOp) (string, error) {
+		next, err := applyConfigOps(cur, ops, incremental, func(o configOp) (string, error) {
 			return "", invalidRequest("Unsupported operation %s for group config %s", opName(o.op), o.name)
 		})
 		if err != nil {
