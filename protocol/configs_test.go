@@ -146,7 +146,7 @@ func TestDescribeConfigsResources(t *testing.T) {
 		{"logger no id", resourceBrokerLogger, "", nil, kerr.InvalidRequest.Code, "Broker id must not be empty", 0},
 		{"group", resourceGroup, "g", nil, 0, "", 17},
 		{"group keys", resourceGroup, "g", []string{"share.auto.offset.reset", "no.such"}, 0, "", 1},
-		{"group no id", resourceGroup, "", nil, kerr.InvalidGroupID.Code, "Group id must not be empty", 0},
+		{"group no id", resourceGroup, "", nil, kerr.InvalidRequest.Code, "Group name must not be empty", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := oneDescribed(t, dialWire(t, b.addr).roundTrip(describeConfigsReq(4, tc.typ, tc.resource, tc.keys...)))
@@ -485,12 +485,17 @@ func TestAlterConfigsGroup(t *testing.T) {
 			"Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT", before},
 		{"over the broker's bound", 2, []string{"consumer.session.timeout.ms", "600001"}, false, kerr.InvalidConfig.Code,
 			"consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms", before},
+		{"no group name", 2, []string{"share.auto.offset.reset", "latest"}, false, kerr.InvalidRequest.Code, "Default group resources are not allowed.", before},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if msg, err := gc.Alter("g", func(map[string]string) (map[string]string, string) { return maps.Clone(before), "" }, false); msg != "" || err != nil {
 				t.Fatalf("set-up: %q %v", msg, err)
 			}
-			req := alterReq(tc.v, resourceGroup, "g", tc.kv...)
+			group := "g"
+			if tc.name == "no group name" {
+				group = ""
+			}
+			req := alterReq(tc.v, resourceGroup, group, tc.kv...)
 			req.ValidateOnly = tc.validateOnly
 			got := dialWire(t, b.addr).roundTrip(req).(*kmsg.AlterConfigsResponse).Resources[0]
 			if got.ErrorCode != tc.code || (tc.msg != "" && deref(got.ErrorMessage) != tc.msg) {

@@ -22,7 +22,8 @@ const configSourceDynamicGroup = 8
 
 func (s *Server) describeGroupConfigs(name string, want func(string) bool, synonyms, docs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	if name == "" {
-		return nil, &configError{kerr.InvalidGroupID, "Group id must not be empty"}
+		// Kafka 4.3.1's words and code (ConfigHelper).
+		return nil, &configError{kerr.InvalidRequest, "Group name must not be empty"}
 	}
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, v := range s.groups.DescribeGroupConfigs(name) {
@@ -69,7 +70,8 @@ func (s *Server) describeGroupConfigs(name string, want func(string) bool, synon
 // (legacy AlterConfigs) replacing the whole set with the configs sent.
 func (s *Server) alterGroupConfigs(name string, ops []configOp, incremental, validateOnly bool) error {
 	if name == "" {
-		return &configError{kerr.InvalidGroupID, "Group id must not be empty"}
+		// Kafka 4.3.1's words and code (ControllerConfigurationValidator).
+		return &configError{kerr.InvalidRequest, "Default group resources are not allowed."}
 	}
 	var failure error
 	msg, err := s.groups.GroupConfigs().Alter(name, func(cur map[string]string) (map[string]string, string) {
