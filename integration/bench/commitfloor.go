@@ -19,6 +19,11 @@ import (
 	"time"
 )
 
+// stickyBytes is how many bytes of values franz-go's default partitioner
+// (UniformBytesPartitioner(64 KiB, ...)) sends to one partition before it
+// picks another; the bench's producers use it.
+const stickyBytes = 64 << 10
+
 // commitLog is one partition's file and the write times its next fsync
 // covers.
 type commitLog struct {
@@ -30,10 +35,8 @@ type commitLog struct {
 
 // measureCommitFloor runs the workload for d in a fresh directory under dir
 // and returns the records' latency p50 and p99. Records go to one partition
-// while its fsync has not taken them (a linger-0 producer's batch fills
-// while earlier requests are in flight), then to another one at random, as
-// franz-go's and the Java client's sticky partitioners do for unkeyed
-// records.
+// for stickyBytes of values, then to another one at random, as franz-go's
+// default partitioner does for unkeyed records.
 func measureCommitFloor(dir string, rate int, d time.Duration, partitions, recordSize int) (p50, p99 time.Duration, err error) {
 	work, err := os.MkdirTemp(dir, "commit-floor-")
 	if err != nil {
@@ -85,21 +88,17 @@ func measureCommitFloor(dir string, rate int, d time.Duration, partitions, recor
 	n := int(float64(rate) * d.Seconds())
 	interval := time.Second / time.Duration(rate)
 	t0 := time.Now()
-	cur := 0
+	cur, stuck := 0, 0
 	for i := range n {
 		if w := time.Until(t0.Add(time.Duration(i) * interval)); w > 0 {
 			time.Sleep(w)
 		}
+		if stuck += recordSize; stuck > stickyBytes && partitions > 1 {
+			cur = (cur + 1 + rand.IntN(partitions-1)) % partitions
+			stuck = recordSize
+		}
 		l := logs[cur]
 		l.mu.Lock()
-		if len(l.pending) == 0 && partitions > 1 {
-			// The batch went out: the next record starts a new one on
-			// another partition, as a sticky partitioner does.
-			l.mu.Unlock()
-			cur = (cur + 1 + rand.IntN(partitions-1)) % partitions
-			l = logs[cur]
-			l.mu.Lock()
-		}
 		_, werr := l.f.Write(buf)
 		l.pending = append(l.pending, time.Now())
 		l.mu.Unlock()
