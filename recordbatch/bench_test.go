@@ -133,3 +133,24 @@ func BenchmarkRecordWalk(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateCold validates copies of the 1 MiB batch in turn, 64
+// MiB in all, so each batch is out of the caches when Validate reads it,
+// as a batch in a large Produce frame is after the socket read.
+func BenchmarkValidateCold(b *testing.B) {
+	batch := benchBatch(b, None)
+	copies := make([][]byte, 64)
+	for i := range copies {
+		copies[i] = append([]byte(nil), batch...)
+	}
+	opts := ValidateOptions{MaxDecompressed: 4 << 20}
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := Validate(copies[i%len(copies)], opts); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
