@@ -1,6 +1,8 @@
 package recordbatch
 
 import (
+	"fmt"
+	"hash/crc32"
 	"testing"
 )
 
@@ -70,5 +72,85 @@ func BenchmarkBuild(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCRC measures hash/crc32's Castagnoli over one buffer, the
+// whole cost of CheckCRC for a batch of that size (the budget's CRC-32C
+// figure is for this machine), and the same bytes fed in 4 KiB pieces.
+func BenchmarkCRC(b *testing.B) {
+	for _, n := range []int{16 << 10, 1 << 20} {
+		buf := make([]byte, n)
+		for i := range buf {
+			buf[i] = byte(i * 7)
+		}
+		b.Run(fmt.Sprintf("%dKiB", n>>10), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				crc32.Checksum(buf, crcTable)
+			}
+		})
+		b.Run(fmt.Sprintf("%dKiB-in-4KiB", n>>10), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				var c uint32
+				for p := 0; p < n; p += 4 << 10 {
+					c = crc32.Update(c, crcTable, buf[p:p+4<<10])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRecordWalk is the per-record walk of Validate alone (no CRC):
+// "checked" parses every record with parseRecordChecked, "fast" with
+// parseRecord, which tries parseRecordFast first.
+func BenchmarkRecordWalk(b *testing.B) {
+	batch := benchBatch(b, None)
+	data := batch[HeaderSize:]
+	count := int(Header(batch).RecordCount())
+	for _, tc := range []struct {
+		name  string
+		parse func([]byte, *Record, bool) (int, error)
+	}{{"checked", parseRecordChecked}, {"fast", parseRecord}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			var r Record
+			for b.Loop() {
+				p := 0
+				for i := 0; i < count; i++ {
+					n, err := tc.parse(data[p:], &r, false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p += n
+				}
+				if p != len(data) {
+					b.Fatal("left over")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkValidateCold validates copies of the 1 MiB batch in turn, 64
+// MiB in all, so each batch is out of the caches when Validate reads it,
+// as a batch in a large Produce frame is after the socket read.
+func BenchmarkValidateCold(b *testing.B) {
+	batch := benchBatch(b, None)
+	copies := make([][]byte, 64)
+	for i := range copies {
+		copies[i] = append([]byte(nil), batch...)
+	}
+	opts := ValidateOptions{MaxDecompressed: 4 << 20}
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := Validate(copies[i%len(copies)], opts); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

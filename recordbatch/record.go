@@ -104,6 +104,85 @@ func (r *recordReader) bytes(what string, nullable bool) []byte {
 // size. Key, Value and header values alias b. With keepHeaders false the
 // headers are checked but not stored, so parsing allocates nothing.
 func parseRecord(b []byte, r *Record, keepHeaders bool) (int, error) {
+	if n := parseRecordFast(b, r); n > 0 {
+		return n, nil
+	}
+	return parseRecordChecked(b, r, keepHeaders)
+}
+
+// varint2 decodes a varint of one or two bytes at b[p:] and returns it
+// with the position after it; p -1 for anything longer or cut short.
+// Two bytes hold every length and delta of a record up to 8 KiB.
+func varint2(b []byte, p int) (int32, int) {
+	if p >= len(b) {
+		return 0, -1
+	}
+	u := uint32(b[p])
+	if u >= 0x80 {
+		if p+1 >= len(b) || b[p+1] >= 0x80 {
+			return 0, -1
+		}
+		u = u&0x7f | uint32(b[p+1])<<7
+		p++
+	}
+	return int32(u>>1) ^ -int32(u&1), p + 1
+}
+
+// parseRecordFast parses the shape producers send, as parseRecord would:
+// every varint one or two bytes, key and value lengths >= -1 and in
+// bounds, no headers, nothing left over. For anything else it returns 0
+// and leaves r alone, and the caller parses with parseRecordChecked,
+// which also gives the error. The checked walk was most of the per-record
+// cost in a produce profile (issue 15).
+func parseRecordFast(b []byte, r *Record) int {
+	size, n := varint2(b, 0)
+	if n < 0 || size < minRecordBody || int(size) > len(b)-n {
+		return 0
+	}
+	body := b[n : n+int(size)]
+	ts, p := varint2(body, 1)
+	if p < 0 {
+		return 0
+	}
+	od, p := varint2(body, p)
+	if p < 0 {
+		return 0
+	}
+	key, p := bytes2(body, p)
+	if p < 0 {
+		return 0
+	}
+	value, p := bytes2(body, p)
+	// The header count: zero, the last byte of the body.
+	if p < 0 || p != len(body)-1 || body[p] != 0 {
+		return 0
+	}
+	r.Attributes = int8(body[0])
+	r.TimestampDelta = int64(ts)
+	r.OffsetDelta = od
+	r.Key, r.Value, r.Headers = key, value, nil
+	return n + int(size)
+}
+
+// bytes2 reads a nullable length-prefixed field whose length varint has
+// one or two bytes, as recordReader.bytes does; p -1 where it would fail
+// or the varint is longer.
+func bytes2(b []byte, p int) ([]byte, int) {
+	l, p := varint2(b, p)
+	switch {
+	case p < 0 || l < -1:
+		return nil, -1
+	case l == -1:
+		return nil, p
+	case int(l) > len(b)-p:
+		return nil, -1
+	}
+	return b[p : p+int(l) : p+int(l)], p + int(l)
+}
+
+// parseRecordChecked is parseRecord for any record, every field checked
+// with the full varint readers.
+func parseRecordChecked(b []byte, r *Record, keepHeaders bool) (int, error) {
 	size, n := readVarint(b)
 	if n <= 0 {
 		return 0, fmt.Errorf("%w: bad record length varint", ErrCorruptRecords)
