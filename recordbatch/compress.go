@@ -71,7 +71,6 @@ var (
 		w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
 		return &gzipWriter{w: w}
 	}}
-	lz4Readers = sync.Pool{New: func() any { return &lz4Reader{r: lz4.NewReader(nil)} }}
 	lz4Writers = sync.Pool{New: func() any {
 		w := lz4.NewWriter(nil)
 		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
@@ -88,11 +87,6 @@ type gzipReader struct {
 
 type zstdStream struct {
 	d  *zstd.Decoder
-	br bytes.Reader
-}
-
-type lz4Reader struct {
-	r  *lz4.Reader
 	br bytes.Reader
 }
 
@@ -326,16 +320,6 @@ func unxerial(dst, src []byte, limit int) ([]byte, error) {
 		rest = rest[4+n:]
 	}
 	return out, nil
-}
-
-func unlz4(dst, src []byte, limit int) ([]byte, error) {
-	lr := lz4Readers.Get().(*lz4Reader)
-	defer lz4Readers.Put(lr)
-	lr.br.Reset(src)
-	lr.r.Reset(&lr.br)
-	out, err := readBounded(dst, lr.r, initialCap(len(src), limit), limit)
-	lr.br.Reset(nil)
-	return out, err
 }
 
 func unzstd(dst, src []byte, limit int) ([]byte, error) {
