@@ -232,13 +232,15 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 			copy(grown, out)
 			out = grown
 		}
-		n, err := lz4.UncompressBlock(data, out[len(out):len(out)+want])
-		if err == nil {
-			out = out[:len(out)+n]
-			continue
-		}
-		if want == f.blockMax {
-			return nil, errLZ4("block: %v", err)
+		if want > 0 { // pierrec's assembly faults on an empty nil dst
+			n, err := lz4.UncompressBlock(data, out[len(out):len(out)+want])
+			if err == nil {
+				out = out[:len(out)+n]
+				continue
+			}
+			if want == f.blockMax {
+				return nil, errLZ4("block: %v", err)
+			}
 		}
 		// Given less than a block's room (the bound, or our estimate),
 		// the block may be valid: decode it aside to tell.
