@@ -242,6 +242,8 @@ func TestLZ4FrameRefusals(t *testing.T) {
 		{"compressed over the bound", goodBytes, len(text) - 1, ErrTooLarge},
 		{"stored over the bound", with(func(f *tFrame) { f.blocks[0].raw = true }), len(text) - 1, ErrTooLarge},
 		{"second block over the bound", with(func(f *tFrame) { f.blocks = append(f.blocks, tBlock{data: []byte("y")}) }), len(text), ErrTooLarge},
+		// No room at all: pierrec's block decoder must not be handed an
+		// empty dst (its assembly faulted on a nil one).
 		{"bound zero", goodBytes, 0, ErrTooLarge},
 	}
 	for _, c := range cases {
