@@ -162,6 +162,14 @@ func (f *lz4Frame) block(src []byte, pos int, sums bool) (data []byte, raw bool,
 // densest form, match-length bytes of 255, yields under 255 bytes each.
 func maxLZ4Decoded(n int) int { return 255*n + 24 }
 
+// Sizing a whole decode of a frame with blocks over lz4GuessBlock: the
+// output is first guessed at lz4GuessRatio times the input (Kafka batches
+// usually compress 2-5x).
+const (
+	lz4GuessBlock = 64 << 10
+	lz4GuessRatio = 8
+)
+
 // lz4BlockBufs pools one block's output per block maximum size, for the
 // stream and for the bound check of a whole decode.
 var lz4BlockBufs [4]sync.Pool // *[]byte
@@ -198,7 +206,13 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 		pos = next
 	}
 	bound = min(bound, limit)
+	// Past 64 KiB blocks (kgo's default is 4 MiB) a frame is often one
+	// partly filled block whose bound says little: guess from the input
+	// instead, and let a block that does not fit be decoded aside.
 	hint := bound
+	if f.blockMax > lz4GuessBlock {
+		hint = min(bound, max(lz4GuessRatio*len(src), lz4GuessBlock))
+	}
 	if f.contentSize >= 0 && f.contentSize <= int64(bound) {
 		hint = int(f.contentSize)
 	}
@@ -227,6 +241,9 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 			continue
 		}
 		want := min(f.blockMax, maxLZ4Decoded(len(data)), room)
+		if f.blockMax > lz4GuessBlock {
+			want = min(want, max(cap(out)-len(out), lz4GuessBlock))
+		}
 		if cap(out)-len(out) < want {
 			grown := make([]byte, len(out), min(limit, max(2*cap(out), len(out)+want)))
 			copy(grown, out)
@@ -242,8 +259,8 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 				return nil, errLZ4("block: %v", err)
 			}
 		}
-		// Given less than a block's room (the bound, or our estimate),
-		// the block may be valid: decode it aside to tell.
+		// Given less than a block's room (the bound, the guess, or our
+		// estimate), the block may be valid: decode it aside to tell.
 		if out, err = appendLZ4Block(out, data, &f, limit); err != nil {
 			return nil, err
 		}
@@ -261,6 +278,11 @@ func appendLZ4Block(out, data []byte, f *lz4Frame, limit int) ([]byte, error) {
 	}
 	if n > limit-len(out) {
 		return nil, fmt.Errorf("%w: limit %d", ErrTooLarge, limit)
+	}
+	if cap(out)-len(out) < n {
+		grown := make([]byte, len(out), min(limit, max(2*cap(out), len(out)+n)))
+		copy(grown, out)
+		out = grown
 	}
 	return append(out, (*b)[:n]...), nil
 }

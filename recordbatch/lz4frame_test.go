@@ -430,3 +430,31 @@ func TestLZ4DecodeAllocs(t *testing.T) {
 		t.Errorf("stream: %v allocs", n)
 	}
 }
+
+// TestLZ4WholeDecodeSizing: a frame of large blocks (kgo writes 4 MiB
+// ones) is not given a block's worth of output up front; the output is
+// right and at most about twice its size, with and without a declared
+// content size, in one block or several.
+func TestLZ4WholeDecodeSizing(t *testing.T) {
+	text := bytes.Repeat([]byte("kafka record batch "), 16000)
+	mixed := append(pseudoRandom(3<<20), bytes.Repeat(text, 20)...)
+	for _, in := range [][]byte{text[:100<<10], text, pseudoRandom(200 << 10), mixed} {
+		for _, sized := range []bool{false, true} {
+			opts := []lz4.Option{lz4.BlockSizeOption(lz4.Block4Mb)}
+			if sized {
+				opts = append(opts, lz4.SizeOption(uint64(len(in))))
+			}
+			src := pierrecFrame(t, in, opts...)
+			out, err := decompress(LZ4, nil, src, 64<<20)
+			if err != nil || !bytes.Equal(out, in) {
+				t.Fatalf("%d bytes, sized %v: %v", len(in), sized, err)
+			}
+			if cap(out) > 2*len(out)+lz4GuessBlock {
+				t.Errorf("%d bytes, sized %v: capacity %d", len(in), sized, cap(out))
+			}
+			if _, err := decompress(LZ4, nil, src, len(in)-1); !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%d bytes, sized %v, bound = size-1: %v", len(in), sized, err)
+			}
+		}
+	}
+}
