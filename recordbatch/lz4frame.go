@@ -36,7 +36,9 @@ import (
 //   - Bytes after the end mark (and content checksum) are ignored; pierrec
 //     reads them as further frames.
 //   - The content checksum and content size are not checked (pierrec
-//     checks both); the size is only an allocation hint.
+//     checks both); the size is only an allocation hint. Kafka's reader
+//     consumes the checksum unread (a TODO; KAFKA-20528 proposes to
+//     check it, still open), so a producer's wrong checksum is accepted.
 //   - Dependent blocks, skippable frames and legacy frames are refused.
 //   - A truncated content checksum is refused, as Kafka's getInt throws.
 
