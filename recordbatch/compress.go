@@ -16,8 +16,8 @@ import (
 
 // Codecs. Every decoder writes into a buffer that grows only up to the
 // caller's bound, so a small "compression bomb" costs at most about twice
-// that bound plus the codec's working memory: gzip's 32 KiB window, lz4
-// blocks of at most 4 MiB, and for a zstd frame that does not declare its
+// that bound plus the codec's working memory: gzip's 32 KiB window, one
+// lz4 block of at most 4 MiB, and for a zstd frame that does not declare its
 // size the window it declares (at most zstdMaxWindow); a zstd frame that
 // declares its size decodes straight into an output of exactly that size.
 // Encoders and decoders are pooled, as kgo does, because their state is
@@ -71,7 +71,6 @@ var (
 		w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
 		return &gzipWriter{w: w}
 	}}
-	lz4Readers = sync.Pool{New: func() any { return &lz4Reader{r: lz4.NewReader(nil)} }}
 	lz4Writers = sync.Pool{New: func() any {
 		w := lz4.NewWriter(nil)
 		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
@@ -88,11 +87,6 @@ type gzipReader struct {
 
 type zstdStream struct {
 	d  *zstd.Decoder
-	br bytes.Reader
-}
-
-type lz4Reader struct {
-	r  *lz4.Reader
 	br bytes.Reader
 }
 
@@ -117,8 +111,9 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 // Decompress inflates src, compressed with codec c, into a new slice. It
 // fails with ErrTooLarge once the output would exceed limit bytes, having
 // allocated no more than about max. Snappy accepts a raw block and the
-// xerial framing of the Java producer; lz4 is the frame format; gzip may
-// hold several members. None returns a copy of src (bound applies).
+// xerial framing of the Java producer; lz4 is one frame, read as Kafka
+// reads it (lz4frame.go: no content checksum, nothing read after the end
+// mark); gzip may hold several members. None returns a copy of src (bound applies).
 func Decompress(c Codec, src []byte, limit int) ([]byte, error) {
 	return decompress(c, nil, src, limit)
 }
@@ -326,16 +321,6 @@ func unxerial(dst, src []byte, limit int) ([]byte, error) {
 		rest = rest[4+n:]
 	}
 	return out, nil
-}
-
-func unlz4(dst, src []byte, limit int) ([]byte, error) {
-	lr := lz4Readers.Get().(*lz4Reader)
-	defer lz4Readers.Put(lr)
-	lr.br.Reset(src)
-	lr.r.Reset(&lr.br)
-	out, err := readBounded(dst, lr.r, initialCap(len(src), limit), limit)
-	lr.br.Reset(nil)
-	return out, err
 }
 
 func unzstd(dst, src []byte, limit int) ([]byte, error) {

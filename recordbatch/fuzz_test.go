@@ -2,11 +2,14 @@ package recordbatch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/pierrec/lz4/v4"
 )
 
 const fuzzMax = 1 << 20
@@ -150,3 +153,68 @@ func FuzzDecompressGzip(f *testing.F)   { fuzzDecompress(f, Gzip) }
 func FuzzDecompressSnappy(f *testing.F) { fuzzDecompress(f, Snappy) }
 func FuzzDecompressLZ4(f *testing.F)    { fuzzDecompress(f, LZ4) }
 func FuzzDecompressZstd(f *testing.F)   { fuzzDecompress(f, Zstd) }
+
+// FuzzLZ4Frame checks our lz4 frame reader against pierrec's. Invariants:
+// no panic; output within the bound; the whole decode and the stream
+// agree; and where pierrec's Reader accepts a frame within the bound we
+// yield the same bytes, except where we deliberately read as Kafka does
+// (lz4frame.go): other magics (skippable, legacy), dependent blocks, and
+// bytes after the end mark (more frames, or a stored-bit end mark).
+func FuzzLZ4Frame(f *testing.F) {
+	for _, b := range goldenFiles(f) {
+		if Header(b).Codec() == LZ4 && len(b) < 16<<10 {
+			f.Add(b[HeaderSize:])
+		}
+	}
+	in := append(pseudoRandom(300), bytes.Repeat([]byte("kafka "), 200)...)
+	for _, opts := range [][]lz4.Option{
+		nil,
+		{lz4.BlockChecksumOption(true)},
+		{lz4.ChecksumOption(false), lz4.SizeOption(uint64(len(in)))},
+		{lz4.BlockSizeOption(lz4.Block256Kb), lz4.CompressionLevelOption(lz4.Level9)},
+	} {
+		f.Add(pierrecFrame(f, in, opts...))
+	}
+	f.Add(pierrecFrame(f, nil))
+	f.Add(binary.LittleEndian.AppendUint32(nil, 0x184D2A50))
+	const max = 256 << 10
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, err := lz4Decodes(t, src, max)
+		if err != nil && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrCorruptCompressed) {
+			t.Fatalf("unclassified error: %v", err)
+		}
+		if len(out) > max {
+			t.Fatalf("%d bytes over the bound %d", len(out), max)
+		}
+		ref, rerr := pierrecDecode(src, max)
+		if rerr != nil || !lz4Comparable(src) {
+			return
+		}
+		if err != nil || !bytes.Equal(out, ref) {
+			t.Fatalf("pierrec reads %d bytes; we: %v, %d bytes", len(ref), err, len(out))
+		}
+	})
+}
+
+// lz4Comparable reports whether src is a single frame of the kind where
+// our reader and pierrec's must agree: our magic, independent blocks,
+// nothing after the end mark.
+func lz4Comparable(src []byte) bool {
+	if len(src) < 6 || binary.LittleEndian.Uint32(src) != lz4Magic || src[4]&lz4FlagIndepend == 0 {
+		return false
+	}
+	f, err := parseLZ4Frame(src)
+	if err != nil {
+		return true // pierrec must refuse it too
+	}
+	for pos := f.first; ; {
+		data, _, next, err := f.block(src, pos, false)
+		if err != nil {
+			return true
+		}
+		if data == nil {
+			return next == len(src)
+		}
+		pos = next
+	}
+}

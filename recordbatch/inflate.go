@@ -68,10 +68,11 @@ func openStream(c Codec, src []byte, limit int) (io.WriterTo, func(), error) {
 		}
 		return &gr.r, func() { gr.br.Reset(nil); gzipReaders.Put(gr) }, nil
 	case LZ4:
-		lr := lz4Readers.Get().(*lz4Reader)
-		lr.br.Reset(src)
-		lr.r.Reset(&lr.br)
-		return lr.r, func() { lr.br.Reset(nil); lz4Readers.Put(lr) }, nil
+		ls, err := openLZ4Stream(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ls, ls.release, nil
 	case Zstd:
 		var h zstd.Header
 		if h.Decode(src) == nil && h.HasFCS && h.FrameContentSize > uint64(limit) {
@@ -178,7 +179,7 @@ func (k *recordSink) run(r io.WriterTo) error {
 		k.done = true
 	}
 	if _, err := r.WriteTo(k); err != nil {
-		if errors.Is(err, ErrTooLarge) {
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorruptCompressed) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", ErrCorruptCompressed, err)
