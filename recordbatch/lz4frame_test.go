@@ -380,10 +380,22 @@ func TestLZ4AgreesWithPierrec(t *testing.T) {
 }
 
 // TestLZ4GoldenFrames decodes the lz4 batches the Java producer and kgo
-// wrote, as pierrec's reader does.
+// wrote, as pierrec's reader does. The Java producer's frames have 64 KiB
+// blocks and no optional fields (FLG 0x60, BD 0x40); kgo's (pierrec's
+// writer) have 4 MiB blocks and a content checksum (FLG 0x64, BD 0x70).
 func TestLZ4GoldenFrames(t *testing.T) {
-	for _, name := range []string{"java_lz4.bin", "java_lz4_large.bin", "kgo_lz4.bin", "kgo_lz4_large.bin"} {
+	for _, g := range []struct {
+		name    string
+		flg, bd byte
+	}{
+		{"java_lz4.bin", 0x60, 0x40}, {"java_lz4_large.bin", 0x60, 0x40},
+		{"kgo_lz4.bin", 0x64, 0x70}, {"kgo_lz4_large.bin", 0x64, 0x70},
+	} {
+		name := g.name
 		src := readGolden(t, name)[HeaderSize:]
+		if src[4] != g.flg || src[5] != g.bd {
+			t.Fatalf("%s: FLG %#02x BD %#02x, want %#02x %#02x", name, src[4], src[5], g.flg, g.bd)
+		}
 		ref, err := pierrecDecode(src, 1<<20)
 		if err != nil {
 			t.Fatalf("%s: pierrec: %v", name, err)
