@@ -174,8 +174,11 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 
 	if len(waits) > 0 && req.Acks != 0 {
 		// The connection waits, and may first serve the producer's next
-		// request, whose batches the same fsyncs then cover.
-		r.durable = func() { s.awaitAppends(r, resp, waits) }
+		// request, whose batches the same fsyncs then cover. (The
+		// closure takes a copy, so that waits itself stays off the
+		// heap when nothing waits.)
+		held := waits
+		r.durable = func() { s.awaitAppends(r, resp, held) }
 		return resp, nil
 	}
 	if s.awaitAppends(r, resp, waits) {
