@@ -508,8 +508,10 @@ type reuse struct {
 	clientID *string
 	// produce, if not nil, is a Produce body nothing refers to any more
 	// (its answer is written), decoded into by the next Produce, which
-	// takes it.
-	produce *kmsg.ProduceRequest
+	// takes it; produceResp likewise a written Produce response, for the
+	// next Produce's handler (Request.produceResponse).
+	produce     *kmsg.ProduceRequest
+	produceResp *kmsg.ProduceResponse
 }
 
 // decodeRequestID is decodeRequest reusing what ru holds (nil: nothing),
@@ -637,6 +639,9 @@ func (c *conn) serve(frame []byte) error {
 		listener:      c.listener,
 		principal:     c.Principal(),
 	}
+	if h.key == kmsg.Produce.Int16() {
+		r.spareProduceResp, c.reuse.produceResp = c.reuse.produceResp, nil
+	}
 	resp, err := c.callWithFaults(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool
 	if err != nil {
@@ -668,6 +673,12 @@ func (c *conn) serve(frame []byte) error {
 	releaseFrame(h.key, frame)
 	if pr, ok := req.(*kmsg.ProduceRequest); ok {
 		c.recycle(r, pr)
+		if presp, ok := resp.(*kmsg.ProduceResponse); ok {
+			// Written, and observers may not keep it (Observer).
+			clear(presp.Topics[:cap(presp.Topics)])
+			presp.Topics = presp.Topics[:0]
+			c.reuse.produceResp = presp
+		}
 	}
 	return err
 }

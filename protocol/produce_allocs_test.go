@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -57,8 +58,9 @@ func TestParseHeaderSharesClientID(t *testing.T) {
 // TestProduceAllocsIndependentOfPartitions: handling a Produce of one
 // topic allocates the same for eight partitions as for one (nothing per
 // partition on the request path: validation, append and answer reuse what
-// the request and response already hold), and decoding a request from
-// the same client allocates no client id.
+// the request and response already hold), less with the connection's
+// spare response, and decoding a request from the same client allocates
+// no client id, less again into a reused body.
 func TestProduceAllocsIndependentOfPartitions(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector adds allocations")
@@ -83,10 +85,12 @@ func TestProduceAllocsIndependentOfPartitions(t *testing.T) {
 		}
 		req.Topics = append(req.Topics, rt)
 		r := &Request{Ctx: context.Background(), Version: 11, Body: req}
+		var spare *kmsg.ProduceResponse // serve's, once a response is written
 		produce := func() {
 			for _, rp := range req.Topics[0].Partitions {
 				binary.BigEndian.PutUint64(rp.Records, 0) // a producer's base offset; Append rewrote it
 			}
+			r.spareProduceResp = spare
 			resp, err := handleProduce(b.s, r)
 			if err != nil {
 				t.Fatal(err)
@@ -96,9 +100,17 @@ func TestProduceAllocsIndependentOfPartitions(t *testing.T) {
 					t.Fatalf("partition %d: error %d", sp.Partition, sp.ErrorCode)
 				}
 			}
+			if spare != nil {
+				spare = resp.(*kmsg.ProduceResponse)
+			}
 		}
 		produce()
+		fresh := testing.AllocsPerRun(50, produce)
+		spare = new(kmsg.ProduceResponse)
 		allocs[parts] = testing.AllocsPerRun(50, produce)
+		if allocs[parts] >= fresh {
+			t.Fatalf("%d partitions: %v allocations with a spare response, %v without", parts, allocs[parts], fresh)
+		}
 	}
 	t.Logf("allocations per Produce: %v (by partitions)", allocs)
 	if allocs[8] > allocs[1] {
@@ -170,5 +182,52 @@ func TestDecodeProduceReused(t *testing.T) {
 			t.Fatalf("frame %d: reused %+v, fresh %+v", i, got, want)
 		}
 		ru.produce = got.(*kmsg.ProduceRequest)
+	}
+}
+
+// TestProduceResponseReused: a Produce answered in the connection's last
+// response (a spare from serve) gets the same answer as in a new one,
+// whatever the last one held.
+func TestProduceResponseReused(t *testing.T) {
+	b := startBroker(t, nil)
+	batch := testBatch(t, recordbatch.None, b.nowMs())
+	mk := func(topics []string, parts int32) *Request {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(11)
+		req.Acks = 1
+		for _, name := range topics {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = name
+			for p := range parts {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition, rp.Records = p, batch
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		return &Request{Ctx: context.Background(), Version: 11, Body: req}
+	}
+	// Unknown topics: every answer is an error, the same each time.
+	reqs := []*Request{mk([]string{"x", "y"}, 3), mk([]string{"z"}, 1), mk(nil, 0), mk([]string{"x", "y", "z"}, 2), mk([]string{"y"}, 5)}
+	var spare *kmsg.ProduceResponse
+	for i, r := range reqs {
+		want, err := handleProduce(b.s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.spareProduceResp = spare
+		got, err := handleProduce(b.s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spare != nil && got != kmsg.Response(spare) {
+			t.Fatalf("request %d: the spare response was not used", i)
+		}
+		if !bytes.Equal(got.AppendTo(nil), want.AppendTo(nil)) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %d: reused %+v, new %+v", i, got, want)
+		}
+		spare = got.(*kmsg.ProduceResponse)
+		clear(spare.Topics[:cap(spare.Topics)]) // as serve does once written
+		spare.Topics = spare.Topics[:0]
 	}
 }
