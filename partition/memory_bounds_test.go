@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,31 @@ func TestAppendAllocsIndependentOfRecords(t *testing.T) {
 	t.Logf("allocations per append: %v (by records per batch)", allocs)
 	if allocs[1000] > allocs[1] {
 		t.Fatalf("an append of 1000 records allocates %v times, of one record %v: something is allocated per record", allocs[1000], allocs[1])
+	}
+}
+
+// TestIdempotentAppendAllocs: a batch with a producer id allocates no more
+// than one without (the producer state's entry is reused, not copied per
+// append), here nothing at all.
+func TestIdempotentAppendAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector adds allocations")
+	}
+	s := newEnv(t).open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+	seq := int32(0)
+	batch := pidBatch(t, 5, 0, seq, 10, false)
+	appendNext := func() {
+		binary.BigEndian.PutUint32(batch[53:], uint32(seq)) // baseSequence; Append does not check the CRC (Produce did)
+		seq += 10
+		if _, err := l.Append(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendNext() // the producer's first batch makes its entry
+	if n := testing.AllocsPerRun(100, appendNext); n != 0 {
+		t.Fatalf("%v allocations per idempotent append", n)
 	}
 }
 

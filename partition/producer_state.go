@@ -55,14 +55,14 @@ func newProducerEntry(id int64) *producerEntry {
 	return &producerEntry{id: id, epoch: recordbatch.NoProducerEpoch, coordinatorEpoch: -1, lastTimestamp: -1, txnFirstOffset: -1}
 }
 
-func (e *producerEntry) clone() *producerEntry {
-	c := *e
+// copyTo makes c a copy of e that shares nothing with it.
+func (e *producerEntry) copyTo(c *producerEntry) {
+	*c = *e
 	if len(e.batches) <= len(c.buf) {
 		c.batches = c.buf[:copy(c.buf[:], e.batches)]
 	} else {
 		c.batches = append([]batchMeta(nil), e.batches...)
 	}
-	return &c
 }
 
 func (e *producerEntry) lastSeq() int32 {
@@ -171,6 +171,20 @@ type producerState struct {
 	// while they had no ongoing transaction here (Kafka's
 	// verificationStates); cleared by their next transactional batch.
 	verifying map[int64]*txnVerification
+	// spare is the entry that prepare edits, in no map: apply swaps it
+	// with the one it replaces, so that an append allocates no entry
+	// (the map's entries are read and replaced only under Log.mu).
+	spare *producerEntry
+}
+
+// editable returns a copy of cur (a new producer's entry if nil) that
+// prepare may change, in the spare entry.
+func (ps *producerState) editable(cur *producerEntry) *producerEntry {
+	if ps.spare == nil {
+		ps.spare = new(producerEntry)
+	}
+	cur.copyTo(ps.spare)
+	return ps.spare
 }
 
 // txnVerification is one producer's verification guard; its identity is
@@ -234,7 +248,7 @@ func (ps *producerState) prepare(h recordbatch.Header, firstOffset int64, marker
 	if cur == nil {
 		cur = newProducerEntry(pid)
 	}
-	upd := cur.clone()
+	upd := ps.editable(cur)
 	epoch := h.ProducerEpoch()
 	lastOffset := firstOffset + int64(h.LastOffsetDelta())
 	if !replay && epoch < cur.epoch {
@@ -315,7 +329,11 @@ func checkSequence(cur *producerEntry, epoch int16, firstSeq int32, offset int64
 // completed transactions no longer hold the LSO.
 func (ps *producerState) apply(info *appendInfo, hw int64) (done *completedTxn, lso int64) {
 	e := info.entry
+	old := ps.producers[e.id]
 	ps.producers[e.id] = e
+	if e == ps.spare {
+		ps.spare = old // nil for a new producer
+	}
 	if info.txnBatch {
 		// Either the transaction is now open here or it ended: the
 		// verification is used up (as Kafka's appendInfo update).

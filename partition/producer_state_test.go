@@ -530,3 +530,40 @@ func TestLastRecordsOfActiveProducersTV2(t *testing.T) {
 	l = s.Topic("t").Partitions[0]
 	check("after recovery", steps[len(steps)-1].want)
 }
+
+// TestProducerEntriesReused: prepare edits a spare entry that apply swaps
+// with the one it replaces. Producers appending in turn, with rejected
+// batches and duplicates between them (prepared, never applied), each
+// keep their own sequence and last five batches.
+func TestProducerEntriesReused(t *testing.T) {
+	e := newEnv(t)
+	s := e.open()
+	defer s.Close()
+	l := mustCreate(t, s, "t", 1, nil).Partitions[0]
+	bases := map[int64][]int64{}
+	for i := range int32(7) {
+		for _, pid := range []int64{3, 4} {
+			r := mustAppend(t, l, pidBatch(t, pid, 0, 2*i, 2, false))
+			bases[pid] = append(bases[pid], r.BaseOffset)
+			// A gap (prepared, rejected) and a retry of the batch just
+			// written leave the state as it was.
+			if _, err := l.Append(pidBatch(t, pid, 0, 2*i+5, 1, false)); !errors.Is(err, ErrOutOfOrderSequence) {
+				t.Fatalf("producer %d gap: %v", pid, err)
+			}
+			if r, err := l.Append(pidBatch(t, pid, 0, 2*i, 2, false)); err != nil || !r.Duplicate || r.BaseOffset != bases[pid][i] {
+				t.Fatalf("producer %d retry %d: %+v %v", pid, i, r, err)
+			}
+		}
+	}
+	for _, pid := range []int64{3, 4} {
+		for i := 2; i < 7; i++ { // the last five batches
+			if r, err := l.Append(pidBatch(t, pid, 0, int32(2*i), 2, false)); err != nil || !r.Duplicate || r.BaseOffset != bases[pid][i] {
+				t.Fatalf("producer %d retry of batch %d: %+v %v, want base %d", pid, i, r, err, bases[pid][i])
+			}
+		}
+	}
+	got := l.Producers()
+	if len(got) != 2 || got[0].ProducerID != 3 || got[0].LastSequence != 13 || got[1].ProducerID != 4 || got[1].LastSequence != 13 {
+		t.Fatalf("producers %+v", got)
+	}
+}

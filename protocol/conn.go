@@ -85,6 +85,11 @@ type conn struct {
 	frames chan []byte
 	queued chan struct{}
 	wbuf   []byte // response buffer, reused between responses
+	// reuse is what decoding the next request may reuse, and spareReq a
+	// Produce's Request once its answer is written (never a held one);
+	// serveLoop's.
+	reuse    reuse
+	spareReq *Request
 	// writev: the socket writes net.Buffers in one system call (TCP), so
 	// Fetch responses are written spliced (fetch_write.go). Elsewhere
 	// (TLS) each piece would be a write and a record of its own.
@@ -431,7 +436,12 @@ type header struct {
 
 // parseHeader parses key, version, correlation id and client id. The tag
 // section of a v2 header is skipped by skipTags once flexibility is known.
-func parseHeader(b []byte) (header, error) {
+func parseHeader(b []byte) (header, error) { return parseHeaderID(b, nil) }
+
+// parseHeaderID is parseHeader giving the client id as prev when they are
+// equal: a client sends the same id in every request, so a connection's
+// requests can share one string rather than allocate it each time.
+func parseHeaderID(b []byte, prev *string) (header, error) {
 	var h header
 	if len(b) < 10 {
 		return h, errHeader
@@ -446,8 +456,12 @@ func parseHeader(b []byte) (header, error) {
 	case n < -1 || 10+n > len(b):
 		return h, errHeader
 	default:
-		id := string(b[10 : 10+n])
-		h.clientID = &id
+		if prev != nil && *prev == string(b[10:10+n]) {
+			h.clientID = prev
+		} else {
+			id := string(b[10 : 10+n])
+			h.clientID = &id
+		}
 		h.size += n
 	}
 	return h, nil
@@ -484,7 +498,33 @@ var errAPIVersionsFallback = errors.New("protocol: ApiVersions version above our
 // decodeRequest parses a frame's header and body against the routing table.
 // It never panics on any input (FuzzRequestFrame).
 func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request, error) {
-	h, err := parseHeader(frame)
+	return decodeRequestID(table, frame, nil)
+}
+
+// reuse is what a connection's decoding may reuse from its last
+// requests, so that a producer's requests allocate less each.
+type reuse struct {
+	// clientID is the last client id (parseHeaderID's prev).
+	clientID *string
+	// produce, if not nil, is a Produce body nothing refers to any more
+	// (its answer is written), decoded into by the next Produce, which
+	// takes it; produceResp likewise a written Produce response, for the
+	// next Produce's handler (Request.produceResponse).
+	produce     *kmsg.ProduceRequest
+	produceResp *kmsg.ProduceResponse
+}
+
+// decodeRequestID is decodeRequest reusing what ru holds (nil: nothing),
+// and keeping the client id there for the next request.
+func decodeRequestID(table map[int16]api, frame []byte, ru *reuse) (header, api, kmsg.Request, error) {
+	var prevClientID *string
+	if ru != nil {
+		prevClientID = ru.clientID
+	}
+	h, err := parseHeaderID(frame, prevClientID)
+	if ru != nil && h.clientID != nil {
+		ru.clientID = h.clientID
+	}
 	if err != nil {
 		return h, api{}, nil, err
 	}
@@ -498,7 +538,16 @@ func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request
 		}
 		return h, a, nil, fmt.Errorf("%w: key %d version %d (serving %d-%d)", errUnsupportedV, h.key, h.version, a.min, a.max)
 	}
-	req := kmsg.RequestForKey(h.key)
+	var req kmsg.Request
+	if ru != nil && ru.produce != nil && h.key == kmsg.Produce.Int16() {
+		// Only the topics' capacity is kept; ReadFrom sets the rest.
+		pr := ru.produce
+		ru.produce = nil
+		*pr = kmsg.ProduceRequest{Topics: pr.Topics[:0]}
+		req = pr
+	} else {
+		req = kmsg.RequestForKey(h.key)
+	}
 	if req == nil {
 		return h, a, nil, fmt.Errorf("%w: %d", errUnknownAPI, h.key)
 	}
@@ -516,6 +565,9 @@ func decodeRequest(table map[int16]api, frame []byte) (header, api, kmsg.Request
 	}
 	if err := req.ReadFrom(body); err != nil {
 		return h, a, nil, fmt.Errorf("%w: key %d version %d: %v", errBody, h.key, h.version, err)
+	}
+	if pr, ok := req.(*kmsg.ProduceRequest); ok && len(pr.Topics) == 0 {
+		pr.Topics = nil // as decoded fresh, not the reused capacity
 	}
 	return h, a, req, nil
 }
@@ -546,7 +598,7 @@ func (c *conn) serve(frame []byte) error {
 		}
 	}
 	start := c.requestStart()
-	h, a, req, err := decodeRequest(c.s.table, frame)
+	h, a, req, err := decodeRequestID(c.s.table, frame, &c.reuse)
 	if lg := c.log.Debug(); lg.Enabled() && !errors.Is(err, errHeader) {
 		cid := ""
 		if h.clientID != nil {
@@ -571,7 +623,12 @@ func (c *conn) serve(frame []byte) error {
 		// answers, when the peer stops sending.
 		ctx = c.pollCtx
 	}
-	r := &Request{
+	r := c.spareReq
+	c.spareReq = nil
+	if r == nil {
+		r = new(Request)
+	}
+	*r = Request{
 		Ctx:           ctx,
 		Version:       h.version,
 		CorrelationID: h.correlation,
@@ -582,6 +639,9 @@ func (c *conn) serve(frame []byte) error {
 		listener:      c.listener,
 		principal:     c.Principal(),
 	}
+	if h.key == kmsg.Produce.Int16() {
+		r.spareProduceResp, c.reuse.produceResp = c.reuse.produceResp, nil
+	}
 	resp, err := c.callWithFaults(a, r)
 	c.unreserve() // the handler is done; the response need not hold the pool
 	if err != nil {
@@ -591,6 +651,7 @@ func (c *conn) serve(frame []byte) error {
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
 			releaseFrame(h.key, frame)
 			c.observe(h, nil, start)
+			c.recycle(r, pr)
 			return nil
 		}
 		return fmt.Errorf("%w: key %d", errNoResponseAck, h.key)
@@ -610,7 +671,27 @@ func (c *conn) serve(frame []byte) error {
 	// buffers it was built from can be reused.
 	r.releaseBufs()
 	releaseFrame(h.key, frame)
+	if pr, ok := req.(*kmsg.ProduceRequest); ok {
+		c.recycle(r, pr)
+		if presp, ok := resp.(*kmsg.ProduceResponse); ok {
+			// Written, and observers may not keep it (Observer).
+			clear(presp.Topics[:cap(presp.Topics)])
+			presp.Topics = presp.Topics[:0]
+			c.reuse.produceResp = presp
+		}
+	}
 	return err
+}
+
+// recycle keeps a Produce's Request and body for the next Produce, once
+// its answer is written (or none is due): handleProduce keeps neither
+// past that, unlike a held answer's wait, which still uses its Request.
+func (c *conn) recycle(r *Request, pr *kmsg.ProduceRequest) {
+	*r = Request{bufs: r.bufs[:0]}
+	c.spareReq = r
+	clear(pr.Topics[:cap(pr.Topics)]) // the batches alias a recycled frame
+	pr.Topics = pr.Topics[:0]
+	c.reuse.produce = pr
 }
 
 // errFaultDrop closes a connection a fault rule drops.

@@ -52,6 +52,16 @@ func (o *recordingObserver) RequestDone(key, version int16, resp kmsg.Response, 
 	if d < 0 {
 		panic("negative request time")
 	}
+	if resp != nil {
+		// resp is valid only during the call (the connection reuses a
+		// Produce response): keep a copy.
+		c := kmsg.ResponseForKey(resp.Key())
+		c.SetVersion(resp.GetVersion())
+		if err := c.ReadFrom(resp.AppendTo(nil)); err != nil {
+			panic(err)
+		}
+		resp = c
+	}
 	o.requests <- observedRequest{key, version, resp}
 }
 func (o *recordingObserver) ConnectionOpened(listener string) { o.opened <- listener }

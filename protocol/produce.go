@@ -96,7 +96,7 @@ func init() {
 
 func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ProduceRequest)
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp := r.produceResponse(req)
 	useIDs := r.Version >= 13
 
 	// The last occurrence of a topic-partition wins, as in Kafka's map.
@@ -135,7 +135,9 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	failed := false
-	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
+	if resp.Topics == nil || cap(resp.Topics) < len(req.Topics) {
+		resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
+	}
 	respTopic := make(map[tpKey]int) // topic key (part 0) -> index in resp.Topics
 	var waits []produceWait          // appends waiting for an fsync (produce_wait.go)
 	for ti := range req.Topics {
@@ -174,8 +176,11 @@ func handleProduce(s *Server, r *Request) (kmsg.Response, error) {
 
 	if len(waits) > 0 && req.Acks != 0 {
 		// The connection waits, and may first serve the producer's next
-		// request, whose batches the same fsyncs then cover.
-		r.durable = func() { s.awaitAppends(r, resp, waits) }
+		// request, whose batches the same fsyncs then cover. (The
+		// closure takes a copy, so that waits itself stays off the
+		// heap when nothing waits.)
+		held := waits
+		r.durable = func() { s.awaitAppends(r, resp, held) }
 		return resp, nil
 	}
 	if s.awaitAppends(r, resp, waits) {

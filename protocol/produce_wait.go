@@ -29,12 +29,13 @@ type produceWait struct {
 // awaitAppends waits for every append of waits, at once, and writes each
 // one's answer into resp; it reports whether any of them failed.
 func (s *Server) awaitAppends(r *Request, resp *kmsg.ProduceResponse, waits []produceWait) (failed bool) {
+	if len(waits) == 0 {
+		return false // before answer, which goroutines share: it is allocated
+	}
 	answer := func(w *produceWait) {
 		resp.Topics[w.ti].Partitions[w.pi] = s.appendAnswer(r, w.topic, w.part, &w.pend)
 	}
 	switch len(waits) {
-	case 0:
-		return false
 	case 1:
 		answer(&waits[0])
 	default:

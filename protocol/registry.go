@@ -39,6 +39,22 @@ type Request struct {
 	// depends on and completes it; the connection calls it before
 	// writing the response (conn_pipeline.go).
 	durable func()
+	// spareProduceResp, for a Produce, is the connection's last Produce
+	// response, written and free to reuse (produceResponse); or nil.
+	spareProduceResp *kmsg.ProduceResponse
+}
+
+// produceResponse is req's empty response: the spare one if the
+// connection has one (its topics' capacity kept), else a new one.
+func (r *Request) produceResponse(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := r.spareProduceResp
+	if resp == nil {
+		return req.ResponseKind().(*kmsg.ProduceResponse)
+	}
+	r.spareProduceResp = nil
+	*resp = kmsg.ProduceResponse{Version: req.Version, Topics: resp.Topics[:0]}
+	resp.Default()
+	return resp
 }
 
 // handlerFunc serves one API. A failed topic or partition is a Kafka error
