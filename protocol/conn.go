@@ -673,7 +673,7 @@ func (c *conn) serve(frame []byte) error {
 	releaseFrame(h.key, frame)
 	if pr, ok := req.(*kmsg.ProduceRequest); ok {
 		c.recycle(r, pr)
-		if presp, ok := resp.(*kmsg.ProduceResponse); ok {
+		if presp, ok := resp.(*kmsg.ProduceResponse); ok && cap(presp.Topics) <= maxRecycledTopics {
 			// Written, and observers may not keep it (Observer).
 			clear(presp.Topics[:cap(presp.Topics)])
 			presp.Topics = presp.Topics[:0]
@@ -683,12 +683,26 @@ func (c *conn) serve(frame []byte) error {
 	return err
 }
 
+// maxRecycledTopics and maxRecycledBufs bound what a connection keeps
+// between Produce requests for reuse: a request or response with more
+// topics (a Request with more buffers) is left to the GC, so that what an
+// idle connection holds does not depend on the largest request it served.
+const (
+	maxRecycledTopics = 64
+	maxRecycledBufs   = 64
+)
+
 // recycle keeps a Produce's Request and body for the next Produce, once
 // its answer is written (or none is due): handleProduce keeps neither
 // past that, unlike a held answer's wait, which still uses its Request.
 func (c *conn) recycle(r *Request, pr *kmsg.ProduceRequest) {
-	*r = Request{bufs: r.bufs[:0]}
-	c.spareReq = r
+	if cap(r.bufs) <= maxRecycledBufs {
+		*r = Request{bufs: r.bufs[:0]}
+		c.spareReq = r
+	}
+	if cap(pr.Topics) > maxRecycledTopics {
+		return // an idle connection must not keep a huge request's arrays
+	}
 	clear(pr.Topics[:cap(pr.Topics)]) // the batches alias a recycled frame
 	pr.Topics = pr.Topics[:0]
 	c.reuse.produce = pr
