@@ -164,9 +164,9 @@ func (f *lz4Frame) block(src []byte, pos int, sums bool) (data []byte, raw bool,
 // densest form, match-length bytes of 255, yields under 255 bytes each.
 func maxLZ4Decoded(n int) int { return 255*n + 24 }
 
-// Sizing a whole decode of a frame with blocks over lz4GuessBlock: the
-// output is first guessed at lz4GuessRatio times the input (Kafka batches
-// usually compress 2-5x).
+// Sizing a whole decode: the output is first guessed at lz4GuessRatio
+// times the input (Kafka batches usually compress 2-5x), at least
+// lz4GuessBlock.
 const (
 	lz4GuessBlock = 64 << 10
 	lz4GuessRatio = 8
@@ -208,13 +208,13 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 		pos = next
 	}
 	bound = min(bound, limit)
-	// Past 64 KiB blocks (kgo's default is 4 MiB) a frame is often one
-	// partly filled block whose bound says little: guess from the input
-	// instead, and let a block that does not fit be decoded aside.
-	hint := bound
-	if f.blockMax > lz4GuessBlock {
-		hint = min(bound, max(lz4GuessRatio*len(src), lz4GuessBlock))
-	}
+	// The bound says little of what a frame holds: past 64 KiB blocks
+	// (kgo's default is 4 MiB) a frame is often one partly filled block,
+	// and tiny compressed blocks each count up to a whole block though
+	// they may decode to nothing. So guess from the input instead; the
+	// output grows past the guess as blocks need (for blocks over
+	// lz4GuessBlock, one that does not fit is decoded aside).
+	hint := min(bound, max(lz4GuessRatio*len(src), lz4GuessBlock))
 	if f.contentSize >= 0 && f.contentSize <= int64(bound) {
 		hint = int(f.contentSize)
 	}

@@ -453,6 +453,9 @@ func TestLZ4WholeDecodeSizing(t *testing.T) {
 	for _, in := range [][]byte{text[:100<<10], text, pseudoRandom(200 << 10), mixed} {
 		for _, sized := range []bool{false, true} {
 			opts := []lz4.Option{lz4.BlockSizeOption(lz4.Block4Mb)}
+			if len(in) < 1<<20 {
+				opts[0] = lz4.BlockSizeOption(lz4.Block64Kb)
+			}
 			if sized {
 				opts = append(opts, lz4.SizeOption(uint64(len(in))))
 			}
@@ -468,5 +471,22 @@ func TestLZ4WholeDecodeSizing(t *testing.T) {
 				t.Errorf("%d bytes, sized %v, bound = size-1: %v", len(in), sized, err)
 			}
 		}
+	}
+
+	// 200,000 one-byte blocks that decode to nothing: each block's bound
+	// is 64 KiB, but the output is not sized from the bounds (it took 53
+	// MiB for this 1 MB frame).
+	frame := []byte{0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0}
+	frame[6] = byte(xxh32(frame[4:6]) >> 8)
+	for range 200000 {
+		frame = append(frame, 1, 0, 0, 0, 0)
+	}
+	frame = append(frame, 0, 0, 0, 0)
+	out, err := decompress(LZ4, nil, frame, 256<<20)
+	if err != nil || len(out) != 0 {
+		t.Fatalf("empty blocks: %d bytes, %v", len(out), err)
+	}
+	if guess := lz4GuessRatio * len(frame); cap(out) > guess {
+		t.Errorf("empty blocks: capacity %d for a %d-byte frame, over %d", cap(out), len(frame), guess)
 	}
 }
