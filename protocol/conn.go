@@ -683,23 +683,18 @@ func (c *conn) serve(frame []byte) error {
 	return err
 }
 
-// maxRecycledTopics and maxRecycledBufs bound what a connection keeps
-// between Produce requests for reuse: a request or response with more
-// topics (a Request with more buffers) is left to the GC, so that what an
-// idle connection holds does not depend on the largest request it served.
-const (
-	maxRecycledTopics = 64
-	maxRecycledBufs   = 64
-)
+// maxRecycledTopics bounds what a connection keeps between Produce
+// requests for reuse: a request or response with more topics is left to
+// the GC, so that what an idle connection holds does not depend on the
+// largest request it served.
+const maxRecycledTopics = 64
 
 // recycle keeps a Produce's Request and body for the next Produce, once
 // its answer is written (or none is due): handleProduce keeps neither
 // past that, unlike a held answer's wait, which still uses its Request.
 func (c *conn) recycle(r *Request, pr *kmsg.ProduceRequest) {
-	if cap(r.bufs) <= maxRecycledBufs {
-		*r = Request{bufs: r.bufs[:0]}
-		c.spareReq = r
-	}
+	*r = Request{} // serve fills it anew
+	c.spareReq = r
 	if cap(pr.Topics) > maxRecycledTopics {
 		return // an idle connection must not keep a huge request's arrays
 	}

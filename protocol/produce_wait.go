@@ -30,7 +30,7 @@ type produceWait struct {
 // one's answer into resp; it reports whether any of them failed.
 func (s *Server) awaitAppends(r *Request, resp *kmsg.ProduceResponse, waits []produceWait) (failed bool) {
 	if len(waits) == 0 {
-		return false // before answer, which goroutines share: it is allocated
+		return false // before making answer: a closure goroutines share escapes to the heap
 	}
 	answer := func(w *produceWait) {
 		resp.Topics[w.ti].Partitions[w.pi] = s.appendAnswer(r, w.topic, w.part, &w.pend)

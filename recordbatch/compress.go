@@ -161,8 +161,9 @@ func initialCap(srcLen, limit int) int {
 	return min(n, limit)
 }
 
-// readBounded reads r to EOF into dst[:0], growing it up to limit bytes.
-func readBounded(dst []byte, r io.Reader, hint, limit int) ([]byte, error) {
+// boundedOut is dst[:0] as a decoder's output: its capacity cut to limit,
+// and a new buffer of hint bytes if it has less.
+func boundedOut(dst []byte, hint, limit int) []byte {
 	out := dst[:0]
 	if cap(out) > limit {
 		out = out[:0:limit]
@@ -170,6 +171,20 @@ func readBounded(dst []byte, r io.Reader, hint, limit int) ([]byte, error) {
 	if cap(out) < hint {
 		out = make([]byte, 0, hint)
 	}
+	return out
+}
+
+// growWithin returns out in a buffer of twice its capacity, at least
+// minCap, at most limit.
+func growWithin(out []byte, minCap, limit int) []byte {
+	grown := make([]byte, len(out), min(limit, max(2*cap(out), minCap)))
+	copy(grown, out)
+	return grown
+}
+
+// readBounded reads r to EOF into dst[:0], growing it up to limit bytes.
+func readBounded(dst []byte, r io.Reader, hint, limit int) ([]byte, error) {
+	out := boundedOut(dst, hint, limit)
 	for {
 		if len(out) == cap(out) {
 			if len(out) >= limit {
@@ -184,9 +199,7 @@ func readBounded(dst []byte, r io.Reader, hint, limit int) ([]byte, error) {
 				}
 				return nil, fmt.Errorf("%w: %v", ErrCorruptCompressed, err)
 			}
-			grown := make([]byte, len(out), min(limit, max(2*cap(out), 4<<10)))
-			copy(grown, out)
-			out = grown
+			out = growWithin(out, 4<<10, limit)
 		}
 		n, err := r.Read(out[len(out):cap(out)])
 		out = out[:len(out)+n]

@@ -218,13 +218,7 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 	if f.contentSize >= 0 && f.contentSize <= int64(bound) {
 		hint = int(f.contentSize)
 	}
-	out := dst[:0]
-	if cap(out) > limit {
-		out = out[:0:limit]
-	}
-	if cap(out) < hint {
-		out = make([]byte, 0, hint)
-	}
+	out := boundedOut(dst, hint, limit)
 	for pos := f.first; ; {
 		data, isRaw, next, err := f.block(src, pos, true)
 		if err != nil {
@@ -247,9 +241,7 @@ func unlz4(dst, src []byte, limit int) ([]byte, error) {
 			want = min(want, max(cap(out)-len(out), lz4GuessBlock))
 		}
 		if cap(out)-len(out) < want {
-			grown := make([]byte, len(out), min(limit, max(2*cap(out), len(out)+want)))
-			copy(grown, out)
-			out = grown
+			out = growWithin(out, len(out)+want, limit)
 		}
 		if want > 0 { // pierrec's assembly faults on an empty nil dst
 			n, err := lz4.UncompressBlock(data, out[len(out):len(out)+want])
@@ -282,9 +274,7 @@ func appendLZ4Block(out, data []byte, f *lz4Frame, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: limit %d", ErrTooLarge, limit)
 	}
 	if cap(out)-len(out) < n {
-		grown := make([]byte, len(out), min(limit, max(2*cap(out), len(out)+n)))
-		copy(grown, out)
-		out = grown
+		out = growWithin(out, len(out)+n, limit)
 	}
 	return append(out, (*b)[:n]...), nil
 }

@@ -108,10 +108,7 @@ func Validate(b []byte, opts ValidateOptions) (Summary, error) {
 	if s.Codec == None {
 		return validatePlain(h, opts.Origin, s)
 	}
-	if err := h.CheckCRC(); err != nil {
-		return Summary{}, err
-	}
-	if err := checkRules(h, opts.Origin); err != nil {
+	if err := checkSealed(h, opts.Origin); err != nil {
 		return Summary{}, err
 	}
 	data := b[HeaderSize:]
@@ -272,13 +269,19 @@ func checkBatch(b []byte, origin Origin) (Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.CheckCRC(); err != nil {
-		return nil, err
-	}
-	if err := checkRules(h, origin); err != nil {
+	if err := checkSealed(h, origin); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// checkSealed is the part of checkBatch from the CRC on: the CRC, then
+// checkRules.
+func checkSealed(h Header, origin Origin) error {
+	if err := h.CheckCRC(); err != nil {
+		return err
+	}
+	return checkRules(h, origin)
 }
 
 // checkFraming is the part of checkBatch before the CRC: framing and

@@ -6,9 +6,10 @@ package main
 // before acknowledging can do, with no network, protocol or validation:
 // one file per partition, each with a group-commit loop that fsyncs all
 // that was appended while the previous fsync ran. A record's latency is
-// from its write to the end of the fsync that covers it. A broker's
-// end-to-end latency under that policy is this plus its own work, so the
-// table prints it under the broker's row.
+// from its write to the end of the fsync that covers it. It is what the
+// disk alone costs such a broker, not a bound: a broker's producers batch
+// and spread records their own way. The table prints it under the
+// broker's row.
 
 import (
 	"fmt"
