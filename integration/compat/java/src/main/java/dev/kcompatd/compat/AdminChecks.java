@@ -85,6 +85,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class AdminChecks {
     static final String NAME = "java-admin";
     static final long TIMEOUT_S = 30;
+    // The produce step's first record timestamp: a minute ago, whole
+    // seconds. The topic's retention.ms is set to an hour above, so records
+    // stamped years back would be deleted by the broker's next retention
+    // check, which may fall between the produce and the steps reading them.
+    static final long BASE_TS = (System.currentTimeMillis() / 1000 - 60) * 1000;
     static final List<String> errors = new ArrayList<>();
 
     /** Kafka 4.3's topic configs, as its DescribeConfigs lists them. */
@@ -506,7 +511,7 @@ public final class AdminChecks {
                 pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
                 try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
                     for (int i = 0; i < 10; i++) {
-                        p.send(new ProducerRecord<>(topic, 0, 1_700_000_000_000L + i,
+                        p.send(new ProducerRecord<>(topic, 0, BASE_TS + i,
                                 ("k" + i).getBytes(StandardCharsets.UTF_8),
                                 ("value-" + i).getBytes(StandardCharsets.UTF_8))).get(30, TimeUnit.SECONDS);
                     }
@@ -522,7 +527,7 @@ public final class AdminChecks {
                 var earliest = get(admin.listOffsets(Map.of(tp0, OffsetSpec.earliest())).all());
                 want(earliest.get(tp0).offset() == 0, "listOffsets earliest: " + earliest);
                 var max = get(admin.listOffsets(Map.of(tp0, OffsetSpec.maxTimestamp())).all());
-                want(max.get(tp0).offset() == 9 && max.get(tp0).timestamp() == 1_700_000_000_009L,
+                want(max.get(tp0).offset() == 9 && max.get(tp0).timestamp() == BASE_TS + 9,
                         "listOffsets maxTimestamp: " + max);
             });
 
