@@ -228,9 +228,11 @@ func (c *Cleaner) threadLoop() {
 	defer c.wg.Done()
 	defer func() {
 		if r := recover(); r != nil {
-			c.deadThreads.Add(1)
 			c.logger.Error().Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
 				Msg("log cleaner thread stopped by a panic; compaction continues on the other threads, if any")
+			// Counted after the log line, so that whoever sees the count
+			// also finds the stack logged.
+			c.deadThreads.Add(1)
 		}
 	}()
 	for !c.stopped() {
