@@ -286,11 +286,18 @@ func peersFromEnv(bin, tmp string) ([]peer, error) {
 
 // clusterID is a random Kafka Uuid in its base64 form, for StorageTool.
 func clusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // a version-4 UUID, as Kafka's random-uuid makes
-	b[8] = b[8]&0x3f | 0x80
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		b[6] = b[6]&0x0f | 0x40 // a version-4 UUID, as Kafka's random-uuid makes
+		b[8] = b[8]&0x3f | 0x80
+		// Kafka's Uuid.randomUuid draws again for an id starting with
+		// '-': the storage tool would read it as an option (a bench run
+		// failed on one, 1 in 64).
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 func contextTimeout(d time.Duration) (context.Context, context.CancelFunc) {
