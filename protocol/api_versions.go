@@ -124,6 +124,7 @@ var kafka4MinVersions = map[int16]int16{
 	kmsg.OffsetForLeaderEpoch.Int16(): 2,
 	kmsg.DescribeConfigs.Int16():      1,
 	kmsg.DescribeLogDirs.Int16():      1,
+	kmsg.AlterReplicaLogDirs.Int16():  1,
 	kmsg.WriteTxnMarkers.Int16():      1,
 }
 

@@ -60,12 +60,8 @@ func handleDescribeLogDirs(s *Server, r *Request) (kmsg.Response, error) {
 		}
 	}
 
-	dir, err := filepath.Abs(s.store.Dir())
-	if err != nil {
-		dir = s.store.Dir()
-	}
 	res := kmsg.NewDescribeLogDirsResponseDir()
-	res.Dir = dir
+	res.Dir = s.logDirPath()
 	if s.store.Offline() != nil {
 		// An I/O error took the dir offline: Kafka's describeLogDirs
 		// answers KAFKA_STORAGE_ERROR for it, without topics or sizes.
@@ -104,4 +100,15 @@ func handleDescribeLogDirs(s *Server, r *Request) (kmsg.Response, error) {
 	}
 	resp.Dirs = []kmsg.DescribeLogDirsResponseDir{res}
 	return resp, nil
+}
+
+// logDirPath is the data dir as the log-dir APIs name it: Kafka's
+// getAbsolutePath of its log.dirs entry, which DescribeLogDirs reports and
+// AlterReplicaLogDirs compares, as a string, with the dir it is sent.
+func (s *Server) logDirPath() string {
+	dir, err := filepath.Abs(s.store.Dir())
+	if err != nil {
+		return s.store.Dir()
+	}
+	return dir
 }

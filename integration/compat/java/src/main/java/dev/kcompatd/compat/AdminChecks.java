@@ -52,6 +52,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.ElectionNotNeededException;
@@ -60,6 +61,7 @@ import org.apache.kafka.common.errors.InvalidPartitionsException;
 import org.apache.kafka.common.errors.InvalidReplicaAssignmentException;
 import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.errors.InvalidUpdateVersionException;
+import org.apache.kafka.common.errors.LogDirNotFoundException;
 import org.apache.kafka.common.errors.NoReassignmentInProgressException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicIdException;
@@ -597,6 +599,22 @@ public final class AdminChecks {
                             + ri.size());
                     want(ri.offsetLag() == 0 && !ri.isFuture(), "describeLogDirs: " + topic + "-" + p + " " + ri);
                 }
+            });
+
+            // --- AlterReplicaLogDirs ------------------------------------------------
+            step("alterReplicaLogDirs", () -> {
+                Map<String, LogDirDescription> dirs =
+                        get(admin.describeLogDirs(List.of(nodeId)).allDescriptions()).get(nodeId);
+                if (dirs == null || dirs.size() != 1) {
+                    errors.add("alterReplicaLogDirs: log dirs " + dirs);
+                    return;
+                }
+                String dir = dirs.keySet().iterator().next();
+                // One data dir: the replica is already in it, so nothing moves.
+                get(admin.alterReplicaLogDirs(Map.of(new TopicPartitionReplica(topic, 0, nodeId), dir)).all());
+                wantError("alterReplicaLogDirs to a dir that is not the broker's",
+                        admin.alterReplicaLogDirs(Map.of(new TopicPartitionReplica(topic, 1, nodeId), dir + "-elsewhere")).all(),
+                        LogDirNotFoundException.class);
             });
 
             // --- ElectLeaders -------------------------------------------------------
