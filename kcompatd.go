@@ -548,6 +548,9 @@ func (b *Broker) Close() error {
 			ln.Close()
 		}
 		b.serveWG.Wait()
+		// Done is closed once Close returns, not only once the watching
+		// goroutine has run; a listener's error recorded first stays.
+		b.stopServing(nil)
 		// After the server, so no request is still writing to
 		// __consumer_offsets; before the store, which that topic lives in.
 		// Before the group coordinator, whose transactional offsets its

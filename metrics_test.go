@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -57,7 +58,8 @@ func metricsBroker(t *testing.T, props map[string]string) *Broker {
 // scrape time: partition offsets and sizes, a group's committed offsets
 // and lag, transactions by state, a cleaner pass.
 func TestMetricsCollectors(t *testing.T) {
-	b := metricsBroker(t, nil)
+	// The cleaner thread must not clean "m" before CleanLog does.
+	b := metricsBroker(t, map[string]string{"log.cleaner.backoff.ms": "3600000"})
 	ctx := testContext(t)
 	cl, adm := newAdmin(t, b)
 	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"cleanup.policy": new("compact"), "internal.segment.bytes": new("200")}, "m"); err != nil {
@@ -124,11 +126,20 @@ func TestMetricsCollectors(t *testing.T) {
 			t.Errorf("%s = %v, want > 0", key, got[key])
 		}
 	}
+	// A request is counted after its response is written, so the client
+	// can be ahead of the count.
 	endTxn := 0.0
-	for key, v := range got {
-		if strings.HasPrefix(key, "kcompatd_requests_total{api=EndTxn,") {
-			endTxn += v
+	for deadline := time.Now().Add(10 * time.Second); ; got = series(t, b.Metrics()) {
+		endTxn = 0
+		for key, v := range got {
+			if strings.HasPrefix(key, "kcompatd_requests_total{api=EndTxn,") {
+				endTxn += v
+			}
 		}
+		if endTxn >= 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if endTxn != 1 {
 		t.Errorf("EndTxn requests %v, want 1", endTxn)

@@ -254,7 +254,7 @@ func TestPolicyChangeAbortsPass(t *testing.T) {
 	}
 	var r result
 	for i := 0; ; i++ {
-		if i == 1000 {
+		if i == 10000 {
 			t.Fatal("pass did not end")
 		}
 		e.clock.Advance(time.Hour)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kcompatd/kcompatd/internal/clock"
 	"github.com/kcompatd/kcompatd/internal/syncbuf"
 	"github.com/kcompatd/kcompatd/internal/vfs"
 	"github.com/kcompatd/kcompatd/internal/vfs/memfs"
@@ -106,7 +107,10 @@ func TestCleanerThreadPanic(t *testing.T) {
 	var logs syncbuf.Buffer
 	cfg := e.ccfg
 	cfg.Threads = 2
-	cfg.Clock, cfg.Logger = e.clock, zerolog.New(&logs)
+	// A clock of its own: the store keeps timers on e.clock, so that
+	// WaitForTimers there would not wait for the retention task's.
+	clk := clock.NewManual(testStart)
+	cfg.Clock, cfg.Logger = clk, zerolog.New(&logs)
 	c := New(src, cfg)
 	c.Start()
 	for i := 0; c.DeadThreads() != 2; i++ { // bounded: both threads panic at once
@@ -119,8 +123,8 @@ func TestCleanerThreadPanic(t *testing.T) {
 		t.Fatalf("%d thread stops logged, want 2: %s", n, logs.String())
 	}
 	for run := int32(1); run <= 2; run++ {
-		e.clock.WaitForTimers(1) // the retention task sleeps
-		e.clock.Advance(time.Duration(cfg.RetentionCheckIntervalMs) * time.Millisecond)
+		clk.WaitForTimers(1) // the retention task sleeps again, after logging its panic
+		clk.Advance(time.Duration(cfg.RetentionCheckIntervalMs) * time.Millisecond)
 		for i := 0; src.calls.Load() < 2+run; i++ {
 			if i == 5000 {
 				t.Fatalf("retention run %d did not happen after a panicking one", run)

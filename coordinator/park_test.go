@@ -27,7 +27,7 @@ func (c *Coordinator) runningGroups() int {
 // and returns how many are left.
 func settledGoroutines(limit int) int {
 	n := runtime.NumGoroutine()
-	for i := 0; i < 500 && n > limit; i++ {
+	for i := 0; i < 5000 && n > limit; i++ { // 10 s: a loaded CI machine with -race
 		time.Sleep(2 * time.Millisecond)
 		n = runtime.NumGoroutine()
 	}
@@ -83,7 +83,7 @@ func settledRunning(c *Coordinator) int { return settledTo(c, 1) }
 // settledTo waits (bounded) until at most limit groups run.
 func settledTo(c *Coordinator, limit int) int {
 	n := c.runningGroups()
-	for i := 0; i < 500 && n > limit; i++ {
+	for i := 0; i < 5000 && n > limit; i++ { // 10 s: a loaded CI machine with -race
 		time.Sleep(2 * time.Millisecond)
 		n = c.runningGroups()
 	}

@@ -71,7 +71,7 @@ func TestRollFlushRetriesAtEMFILE(t *testing.T) {
 	e.fs.setOnOpen(emfileFor(snapshotSuffix))
 	mustAppend(t, l, mkBatch(t, 1, 1001, 10)) // rolls
 	old := (*l.segs.Load())[0]
-	for i := 0; i < 1000 && s.work.waiting() == 0; i++ {
+	for i := 0; i < 10000 && s.work.waiting() == 0; i++ {
 		time.Sleep(time.Millisecond) // the flush runs on a worker
 	}
 	if s.work.waiting() != 1 {
@@ -84,8 +84,11 @@ func TestRollFlushRetriesAtEMFILE(t *testing.T) {
 		t.Fatalf("data dir offline after EMFILE: %v", err)
 	}
 	e.fs.setOnOpen(nil)
-	e.clock.Advance(rollRetryDelay)
-	for i := 0; i < 1000 && old.isPinned(); i++ {
+	for i := 0; i < 10000 && old.isPinned(); i++ {
+		// Advanced again each time: the retry's timer may be set only
+		// after the worker counts as waiting (fileWork.timer reads the
+		// time first), and would then be due a delay later.
+		e.clock.Advance(rollRetryDelay)
 		time.Sleep(time.Millisecond) // the retry runs on a worker
 	}
 	if old.isPinned() {
@@ -113,9 +116,9 @@ func TestRetiredSegmentNeverHalfRenamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	segs := *l.segs.Load()
-	for i := 0; i < 1000 && (segs[0].isPinned() || segs[1].isPinned() || segs[2].isPinned()); i++ {
-		time.Sleep(time.Millisecond) // the rolls' flushes run on workers
-	}
+	// The rolls' flushes run on workers; rollWG is done once each has
+	// unpinned its segment and put it in the idle cache.
+	l.rollWG.Wait()
 	seg := segs[0]
 	for i := 1; i < 3; i++ { // push segment 0 out of the one-slot cache
 		rel, err := (*l.segs.Load())[i].use()
