@@ -248,7 +248,9 @@ func TestPolicyChangeAbortsPass(t *testing.T) {
 		ok, err := e.cleaner.CleanLog(tpOf(l))
 		done <- result{ok, err}
 	}()
-	e.clock.WaitForTimers(1)
+	// The store keeps two timers on this clock (checkpoints, producer
+	// expiry): the third is the pass waiting at its throttle, mid-pass.
+	e.clock.WaitForTimers(3)
 	if _, err := e.store.AlterTopicConfig("t", partition.ReplaceConfigs(map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "100"}), false); err != nil {
 		t.Fatal(err)
 	}
