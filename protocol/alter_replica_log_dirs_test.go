@@ -65,12 +65,11 @@ func arldSummary(r *kmsg.AlterReplicaLogDirsResponse) string {
 	return b.String()
 }
 
-// arldCode is Kafka's name of an error code, NONE for 0.
+// arldCode is Kafka's name of an error code alone (codeName without its
+// description), NONE for 0.
 func arldCode(code int16) string {
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e.Message
-	}
-	return "NONE"
+	name, _, _ := strings.Cut(codeName(code), ":")
+	return name
 }
 
 func dataDirOf(t *testing.T, b *testBroker) string {
